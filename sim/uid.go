@@ -1,0 +1,14 @@
+package sim
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func typesUID(s string) types.UID { return types.UID(s) }
+
+// uidFor is deterministic so that runs with the same writes are comparable.
+func uidFor(n uint64) string {
+	return fmt.Sprintf("5e1a7ed0-0000-4000-8000-%012x", n)
+}
