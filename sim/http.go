@@ -248,4 +248,3 @@ func (p predicate) matches(o *object) bool {
 // empty reports whether only the path scopes the request, in which case a
 // list can count the items it did not return (remainingItemCount).
 func (p predicate) empty() bool { return p.label.Empty() && p.field.Empty() }
-
