@@ -101,7 +101,9 @@ func (b Backoff) Delay(attempt int, r float64) time.Duration {
 
 // Bounds returns the half-open range [lo, hi) that Delay(attempt, r) covers
 // as r ranges over [0, 1). It is exact, not the nominal [d, d+Jitter*d):
-// float rounding can, for large durations, reach d+Jitter*d itself.
+// float rounding can, for large durations, reach d+Jitter*d itself. When the
+// delay saturates at the largest Duration, hi is that value and inclusive,
+// since nothing lies above it.
 func (b Backoff) Bounds(attempt int) (lo, hi time.Duration) {
 	a := b.Delay(attempt, 0)
 	z := b.Delay(attempt, math.Nextafter(1, 0))
