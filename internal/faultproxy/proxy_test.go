@@ -1,0 +1,434 @@
+package faultproxy
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const listBody = `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[{"metadata":{"name":"a","namespace":"default","resourceVersion":"9"}}]}`
+
+// upstream is a fake API server: a fixed LIST, and watches that send
+// `burst` events at once and then one more event per value on more.
+type upstream struct {
+	srv      *httptest.Server
+	requests atomic.Int32
+	burst    int
+	more     chan struct{}
+	accept   chan string
+}
+
+func newUpstream(t *testing.T, burst int) *upstream {
+	u := &upstream{burst: burst, more: make(chan struct{}), accept: make(chan string, 100)}
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.requests.Add(1)
+		u.accept <- r.Header.Get("Accept")
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") == "" {
+			_, _ = io.WriteString(w, listBody)
+			return
+		}
+		// The real server sends the watch's headers before any event.
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		rv := 10
+		send := func() bool {
+			rv++
+			_, err := fmt.Fprintf(w, `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm%d","resourceVersion":"%d"}}}`+"\n", rv, rv)
+			w.(http.Flusher).Flush()
+			return err == nil
+		}
+		for range u.burst {
+			if !send() {
+				return
+			}
+		}
+		for {
+			select {
+			case <-u.more:
+				if !send() {
+					return
+				}
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func newProxy(t *testing.T, u *upstream, forceJSON bool) (*Proxy, *http.Client) {
+	t.Helper()
+	tr := &http.Transport{}
+	p, err := New(Config{Upstream: u.srv.URL, Transport: tr, ForceJSON: forceJSON})
+	require.NoError(t, err)
+	ctr := &http.Transport{}
+	t.Cleanup(func() {
+		p.Close()
+		tr.CloseIdleConnections()
+		ctr.CloseIdleConnections()
+	})
+	return p, &http.Client{Transport: ctr, Timeout: 10 * time.Second}
+}
+
+type event struct {
+	Type   string          `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+func openWatch(t *testing.T, c *http.Client, p *Proxy, rv string) (*http.Response, *json.Decoder) {
+	t.Helper()
+	resp, err := c.Get(p.URL() + "/api/v1/configmaps?watch=1&resourceVersion=" + rv)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp, json.NewDecoder(resp.Body)
+}
+
+func next(t *testing.T, dec *json.Decoder) event {
+	t.Helper()
+	var ev event
+	require.NoError(t, dec.Decode(&ev))
+	return ev
+}
+
+func statusFrom(t *testing.T, raw []byte) error {
+	t.Helper()
+	var st metav1.Status
+	require.NoError(t, json.Unmarshal(raw, &st))
+	assert.Equal(t, "Status", st.Kind)
+	assert.Equal(t, "v1", st.APIVersion)
+	return &apierrors.StatusError{ErrStatus: st}
+}
+
+func TestPassthroughRecordsListAndWatch(t *testing.T) {
+	u := newUpstream(t, 2)
+	p, c := newProxy(t, u, false)
+
+	resp, err := c.Get(p.URL() + "/api/v1/configmaps?resourceVersion=0&limit=500")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.JSONEq(t, listBody, string(body))
+
+	_, dec := openWatch(t, c, p, "10")
+	assert.Equal(t, "ADDED", next(t, dec).Type)
+	assert.Equal(t, "ADDED", next(t, dec).Type)
+
+	lists, watches := p.Counts()
+	assert.Equal(t, 1, lists)
+	assert.Equal(t, 1, watches)
+	recs := p.Requests()
+	require.Len(t, recs, 2)
+	assert.Equal(t, List, recs[0].Kind)
+	assert.Equal(t, "0", recs[0].ResourceVersion)
+	assert.Equal(t, "500", recs[0].Query.Get("limit"))
+	assert.Equal(t, http.StatusOK, recs[0].Status)
+	assert.Equal(t, Watch, recs[1].Kind)
+	assert.Equal(t, "10", recs[1].ResourceVersion)
+	assert.Equal(t, "/api/v1/configmaps", recs[1].Path)
+	assert.Empty(t, recs[1].Fault)
+	assert.Eventually(t, func() bool { return p.Requests()[1].Events == 2 }, 5*time.Second, time.Millisecond)
+
+	p.Reset()
+	lists, watches = p.Counts()
+	assert.Zero(t, lists+watches)
+}
+
+func TestWatchFramesAreFlushedOneByOne(t *testing.T) {
+	u := newUpstream(t, 1)
+	p, c := newProxy(t, u, false)
+	_, dec := openWatch(t, c, p, "10")
+	// The upstream holds its second event until the first has reached the
+	// client, so a buffering proxy would deadlock here.
+	assert.Equal(t, "ADDED", next(t, dec).Type)
+	u.more <- struct{}{}
+	assert.Equal(t, "ADDED", next(t, dec).Type)
+}
+
+func TestRespondWithStatus(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	cases := []struct {
+		name   string
+		fault  Fault
+		code   int
+		is     func(error) bool
+		header string
+		after  int32
+	}{
+		{"429 Retry-After header only", Respond(TooManyRequests(0)).WithHeader("Retry-After", "2"), 429, apierrors.IsTooManyRequests, "2", 0},
+		{"429 details only", Respond(TooManyRequests(3)), 429, apierrors.IsTooManyRequests, "", 3},
+		{"429 both", Respond(TooManyRequests(4)).WithHeader("Retry-After", "4"), 429, apierrors.IsTooManyRequests, "4", 4},
+		{"500", Respond(InternalError()), 500, apierrors.IsInternalError, "", 0},
+		{"410", Respond(Expired()), 410, apierrors.IsResourceExpired, "", 0},
+		{"403", Respond(Forbidden(gr)), 403, apierrors.IsForbidden, "", 0},
+		{"404", Respond(NotFound(gr)), 404, apierrors.IsNotFound, "", 0},
+		{"504 too large RV", Respond(TooLargeResourceVersion(100, 50)), 504, func(err error) bool {
+			return apierrors.IsTimeout(err) && apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
+		}, "", 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newUpstream(t, 0)
+			p, c := newProxy(t, u, false)
+			h := p.AddRule(Rule{Kind: Watch, Fault: tc.fault})
+			resp, err := c.Get(p.URL() + "/api/v1/configmaps?watch=true&resourceVersion=5")
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.Equal(t, tc.code, resp.StatusCode)
+			assert.Equal(t, tc.header, resp.Header.Get("Retry-After"))
+			err = statusFrom(t, body)
+			assert.True(t, tc.is(err), "%v", err)
+			secs, _ := apierrors.SuggestsClientDelay(err)
+			assert.Equal(t, int(tc.after), secs)
+			assert.Zero(t, u.requests.Load(), "a Respond fault must not reach upstream")
+			assert.Equal(t, 1, h.Fired())
+			assert.Equal(t, tc.code, p.Requests()[0].Status)
+			assert.NotEmpty(t, p.Requests()[0].Fault)
+		})
+	}
+}
+
+func TestRuleNthTimesAndPath(t *testing.T) {
+	u := newUpstream(t, 0)
+	p, c := newProxy(t, u, false)
+	h := p.AddRule(Rule{Kind: List, Nth: 2, Times: 2, Fault: Respond(InternalError())})
+	other := p.AddRule(Rule{Kind: Any, PathContains: "/secrets", Times: -1, Fault: Respond(Forbidden(schema.GroupResource{Resource: "secrets"}))})
+
+	var codes []int
+	for range 4 {
+		resp, err := c.Get(p.URL() + "/api/v1/configmaps")
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	assert.Equal(t, []int{200, 500, 500, 200}, codes)
+	assert.Equal(t, 2, h.Fired())
+
+	for range 3 {
+		resp, err := c.Get(p.URL() + "/api/v1/namespaces/x/secrets")
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 403, resp.StatusCode)
+	}
+	assert.Equal(t, 3, other.Fired())
+	// The secrets LISTs were matched by the first rule too (it counts every
+	// LIST), but it had used up its two firings.
+	assert.Equal(t, 2, h.Fired())
+}
+
+func TestWatchErrorEventAfterEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  *apierrors.StatusError
+		is   func(error) bool
+		secs int
+	}{
+		{"429 with retryAfterSeconds", TooManyRequests(7), apierrors.IsTooManyRequests, 7},
+		{"429 bare", TooManyRequests(0), apierrors.IsTooManyRequests, 0},
+		{"500", InternalError(), apierrors.IsInternalError, 0},
+		{"410", Expired(), apierrors.IsResourceExpired, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newUpstream(t, 5)
+			p, c := newProxy(t, u, false)
+			p.AddRule(Rule{Kind: Watch, Fault: WatchError(tc.err).AfterEvents(2)})
+			resp, dec := openWatch(t, c, p, "10")
+			assert.Equal(t, 200, resp.StatusCode)
+			assert.Equal(t, "ADDED", next(t, dec).Type)
+			assert.Equal(t, "ADDED", next(t, dec).Type)
+			ev := next(t, dec)
+			require.Equal(t, "ERROR", ev.Type)
+			err := statusFrom(t, ev.Object)
+			assert.True(t, tc.is(err), "%v", err)
+			secs, _ := apierrors.SuggestsClientDelay(err)
+			assert.Equal(t, tc.secs, secs)
+			// The stream ends cleanly after the ERROR event.
+			assert.ErrorIs(t, dec.Decode(&ev), io.EOF)
+			assert.Equal(t, 2, p.Requests()[0].Events)
+		})
+	}
+}
+
+func TestWatchErrorAfterDelayOnQuietStream(t *testing.T) {
+	u := newUpstream(t, 0)
+	p, c := newProxy(t, u, false)
+	p.AddRule(Rule{Kind: Watch, Fault: WatchError(InternalError()).AfterDelay(30 * time.Millisecond)})
+	start := time.Now()
+	_, dec := openWatch(t, c, p, "10")
+	ev := next(t, dec)
+	assert.Equal(t, "ERROR", ev.Type)
+	assert.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond)
+}
+
+func TestResetMidStream(t *testing.T) {
+	u := newUpstream(t, 5)
+	p, c := newProxy(t, u, false)
+	p.AddRule(Rule{Kind: Watch, Fault: Reset().AfterEvents(2)})
+	_, dec := openWatch(t, c, p, "10")
+	next(t, dec)
+	next(t, dec)
+	var ev event
+	err := dec.Decode(&ev)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, io.EOF, "a reset must not look like a clean end of stream")
+	assert.Equal(t, "reset after 2 events", p.Requests()[0].Fault)
+}
+
+func TestResetOnListAfterHeaders(t *testing.T) {
+	u := newUpstream(t, 0)
+	p, c := newProxy(t, u, false)
+	p.AddRule(Rule{Kind: List, Fault: Reset()})
+	resp, err := c.Get(p.URL() + "/api/v1/configmaps")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	assert.Error(t, err)
+}
+
+func TestTruncateWatchFrame(t *testing.T) {
+	u := newUpstream(t, 5)
+	p, c := newProxy(t, u, false)
+	p.AddRule(Rule{Kind: Watch, Fault: Truncate().AfterEvents(1)})
+	_, dec := openWatch(t, c, p, "10")
+	next(t, dec)
+	var ev event
+	err := dec.Decode(&ev)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, io.EOF)
+}
+
+func TestTruncateList(t *testing.T) {
+	u := newUpstream(t, 0)
+	p, c := newProxy(t, u, false)
+	p.AddRule(Rule{Kind: List, Fault: Truncate()})
+	resp, err := c.Get(p.URL() + "/api/v1/configmaps")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.Equal(t, listBody[:len(listBody)/2], string(body))
+}
+
+func TestRefuse(t *testing.T) {
+	u := newUpstream(t, 0)
+	p, c := newProxy(t, u, false)
+	p.AddRule(Rule{Kind: Watch, Fault: Refuse()})
+	_, err := c.Get(p.URL() + "/api/v1/configmaps?watch=1")
+	require.Error(t, err)
+	assert.Zero(t, u.requests.Load())
+	assert.Zero(t, p.Requests()[0].Status)
+	// The next watch goes through.
+	resp, dec := openWatch(t, c, p, "10")
+	assert.Equal(t, 200, resp.StatusCode)
+	u.more <- struct{}{}
+	next(t, dec)
+}
+
+func TestDelay(t *testing.T) {
+	u := newUpstream(t, 0)
+	p, c := newProxy(t, u, false)
+	p.AddRule(Rule{Kind: List, Fault: Delay(50 * time.Millisecond)})
+	start := time.Now()
+	resp, err := c.Get(p.URL() + "/api/v1/configmaps")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
+	assert.Equal(t, 200, resp.StatusCode)
+}
+
+func TestForceJSONRewritesAccept(t *testing.T) {
+	u := newUpstream(t, 0)
+	p, c := newProxy(t, u, true)
+	req, _ := http.NewRequest(http.MethodGet, p.URL()+"/api/v1/configmaps", nil)
+	req.Header.Set("Accept", "application/vnd.kubernetes.protobuf,application/json")
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, "application/json", <-u.accept)
+}
+
+func TestCloseEndsOpenStreams(t *testing.T) {
+	u := newUpstream(t, 1)
+	p, c := newProxy(t, u, false)
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for range 3 {
+		_, dec := openWatch(t, c, p, "10")
+		next(t, dec)
+		wg.Go(func() {
+			var ev event
+			errs <- dec.Decode(&ev)
+		})
+	}
+	done := make(chan struct{})
+	go func() { p.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.Error(t, err)
+	}
+	// Requests after Close fail instead of hanging.
+	_, err := c.Get(p.URL() + "/api/v1/configmaps")
+	assert.Error(t, err)
+}
+
+func TestConcurrentUse(t *testing.T) {
+	u := newUpstream(t, 1)
+	p, c := newProxy(t, u, false)
+	p.AddRule(Rule{Kind: Watch, Times: -1, Fault: WatchError(TooManyRequests(1)).AfterEvents(1)})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 5 {
+				resp, err := c.Get(p.URL() + "/api/v1/configmaps?watch=1")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				sc := bufio.NewScanner(resp.Body)
+				for sc.Scan() {
+				}
+				resp.Body.Close()
+				_ = p.Requests()
+				_, _ = p.Counts()
+			}
+		})
+	}
+	wg.Wait()
+	_, watches := p.Counts()
+	assert.Equal(t, 40, watches)
+}
+
+func TestNewRejectsBadUpstream(t *testing.T) {
+	for _, up := range []string{"127.0.0.1:80", "localhost", "http://"} {
+		_, err := New(Config{Upstream: up})
+		assert.Error(t, err, up)
+	}
+}
