@@ -28,6 +28,10 @@ func (s *Server) Handler() http.Handler {
 		s.active.Add(1)
 		s.mu.Unlock()
 		defer s.active.Done()
+		if s.handlerWrap != nil {
+			s.handlerWrap(w, r)
+			return
+		}
 		s.serve(w, r)
 	})
 }

@@ -31,6 +31,10 @@ type Server struct {
 	closing chan struct{}
 	active  sync.WaitGroup // running HTTP handlers
 
+	// handlerWrap, when set before Start, replaces serve so that tests can
+	// observe requests; it calls serve itself.
+	handlerWrap func(http.ResponseWriter, *http.Request)
+
 	httpSrv  *http.Server
 	serveErr chan error
 }
