@@ -1,0 +1,78 @@
+package fsm
+
+import "time"
+
+// CommandKind says what the driver must do.
+type CommandKind uint8
+
+const (
+	_ CommandKind = iota
+	// CmdListPage: GET one LIST page (or, with Limit 0, the whole list).
+	CmdListPage
+	// CmdOpenWatch: GET a watch stream.
+	CmdOpenWatch
+	// CmdCancelRequest: abort the request Request (close its body).
+	CmdCancelRequest
+	// CmdArmTimer: arm timer Timer to fire after Delay.
+	CmdArmTimer
+	// CmdCancelTimer: disarm timer Timer.
+	CmdCancelTimer
+	// CmdStage: hold Items (a LIST page, or one initial event of a watch-list stream) until the
+	// whole initial state has arrived, so the store is only ever replaced atomically.
+	CmdStage
+	// CmdReplaceStore: store.Replace(everything staged, ResourceVersion).
+	CmdReplaceStore
+	// CmdDiscardStaged: drop what was staged; the listing it belonged to failed.
+	CmdDiscardStaged
+	// CmdApply: store.Add, Update or Delete of Object, by Type.
+	CmdApply
+	// CmdStopped: the reflector has stopped; the driver returns.
+	CmdStopped
+)
+
+var commandKindNames = enumText{"", "list", "watch", "cancel-request", "arm-timer", "cancel-timer",
+	"stage", "replace-store", "discard-staged", "apply", "stopped"}
+
+func (k CommandKind) String() string { return commandKindNames.name(uint8(k), "CommandKind") }
+func (k CommandKind) MarshalText() ([]byte, error) {
+	return commandKindNames.marshal(uint8(k), "command kind")
+}
+func (k *CommandKind) UnmarshalText(b []byte) error {
+	v, err := commandKindNames.unmarshal(b, "command kind")
+	*k = CommandKind(v)
+	return err
+}
+
+// Command is one output of the machine, a tagged union like Event. Every field the driver needs
+// to perform the request is here, so the driver needs no state of its own to build it.
+type Command struct {
+	Kind CommandKind `json:"kind"`
+	// Request is the id of the request started or cancelled; events of that request carry it back.
+	Request uint64 `json:"request,omitempty"`
+
+	// ResourceVersion: the LIST/WATCH resourceVersion parameter, or the RV of a Replace/Apply.
+	// "" is meaningful for LIST (a consistent read) so RVSet says whether to send it at all.
+	ResourceVersion string `json:"rv,omitempty"`
+	RVSet           bool   `json:"rvSet,omitempty"`
+	// Match is the resourceVersionMatch parameter ("" = not sent).
+	Match string `json:"match,omitempty"`
+	// Limit and Continue paginate a LIST.
+	Limit    int64  `json:"limit,omitempty"`
+	Continue string `json:"continue,omitempty"`
+	// TimeoutSeconds, Bookmarks and SendInitialEvents shape a WATCH.
+	TimeoutSeconds    int64 `json:"timeoutSeconds,omitempty"`
+	Bookmarks         bool  `json:"bookmarks,omitempty"`
+	SendInitialEvents bool  `json:"sendInitialEvents,omitempty"`
+
+	// Timer, Delay and Reason describe a timer; Reason is the cause that armed it.
+	Timer  uint64        `json:"timer,omitempty"`
+	Delay  time.Duration `json:"delay,omitempty"`
+	Reason Cause         `json:"reason,omitempty"`
+
+	// Type, Key and Object describe a store change; Items a staged page.
+	Type      WatchEventType `json:"type,omitempty"`
+	Key       string         `json:"key,omitempty"`
+	ItemCount int            `json:"items,omitempty"`
+	Object    any            `json:"-"`
+	Items     []any          `json:"-"`
+}

@@ -1,0 +1,102 @@
+package fsm
+
+import "time"
+
+// EventKind says what happened. Every input of the machine is one of these.
+type EventKind uint8
+
+const (
+	_ EventKind = iota
+	// EvStart begins the first LIST.
+	EvStart
+	// EvListPage is one page of a LIST response.
+	EvListPage
+	// EvListFailed is a LIST request that got no usable page (an HTTP error, a Status, a transport error).
+	EvListFailed
+	// EvWatchOpened is a WATCH request whose response headers said 200.
+	EvWatchOpened
+	// EvWatchEvent is an ADDED, MODIFIED, DELETED or BOOKMARK frame.
+	EvWatchEvent
+	// EvWatchError is an ERROR frame; its Failure carries the Status.
+	EvWatchError
+	// EvWatchOpenFailed is a WATCH request that failed before a stream was open.
+	EvWatchOpenFailed
+	// EvWatchEnded is an open stream that ended: clean EOF, server timeout, reset, or a frame that
+	// would not decode (Failure says which).
+	EvWatchEnded
+	// EvTimerFired is an armed timer that expired.
+	EvTimerFired
+	// EvStop asks the reflector to stop.
+	EvStop
+)
+
+var eventKindNames = enumText{"", "start", "list-page", "list-failed", "watch-opened", "watch-event",
+	"watch-error", "watch-open-failed", "watch-ended", "timer-fired", "stop"}
+
+func (k EventKind) String() string { return eventKindNames.name(uint8(k), "EventKind") }
+func (k EventKind) MarshalText() ([]byte, error) {
+	return eventKindNames.marshal(uint8(k), "event kind")
+}
+func (k *EventKind) UnmarshalText(b []byte) error {
+	v, err := eventKindNames.unmarshal(b, "event kind")
+	*k = EventKind(v)
+	return err
+}
+
+// WatchEventType is the type of a watch frame that carries an object.
+type WatchEventType uint8
+
+const (
+	_ WatchEventType = iota
+	Added
+	Modified
+	Deleted
+	Bookmark
+)
+
+var watchEventTypeNames = enumText{"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"}
+
+func (t WatchEventType) String() string { return watchEventTypeNames.name(uint8(t), "WatchEventType") }
+func (t WatchEventType) MarshalText() ([]byte, error) {
+	return watchEventTypeNames.marshal(uint8(t), "watch event type")
+}
+func (t *WatchEventType) UnmarshalText(b []byte) error {
+	v, err := watchEventTypeNames.unmarshal(b, "watch event type")
+	*t = WatchEventType(v)
+	return err
+}
+
+// Event is one input of the machine. It is a tagged union: Kind says which fields matter.
+// It is a plain value so that the hot path (a watch frame) costs no allocation, and so that a
+// journal of events serialises as one flat JSON object per line.
+//
+// Object and Items are the decoded objects; the machine never looks inside them, it only hands
+// them to the store through commands. They are not journaled unless full capture is asked for.
+type Event struct {
+	Kind EventKind `json:"kind"`
+	// Now is when the driver observed the event; it is the machine's only source of time.
+	Now time.Time `json:"now"`
+	// Request identifies the LIST or WATCH request the event belongs to (the id of the command
+	// that started it). Events of any other request are stale and ignored.
+	Request uint64 `json:"request,omitempty"`
+	// Timer identifies the timer of an EvTimerFired.
+	Timer uint64 `json:"timer,omitempty"`
+
+	// Type, ResourceVersion and Key describe a watch frame; ResourceVersion is also a list page's.
+	Type            WatchEventType `json:"type,omitempty"`
+	ResourceVersion string         `json:"rv,omitempty"`
+	Key             string         `json:"key,omitempty"`
+	// InitialEventsEnd marks the BOOKMARK annotated k8s.io/initial-events-end: "true".
+	InitialEventsEnd bool `json:"initialEventsEnd,omitempty"`
+	// Continue is a list page's continue token.
+	Continue string `json:"continue,omitempty"`
+	// ItemCount is len(Items), kept so that journals without objects still say how big a page was.
+	ItemCount int `json:"items,omitempty"`
+
+	Object any   `json:"-"`
+	Items  []any `json:"-"`
+
+	// Failure describes what went wrong for EvListFailed, EvWatchError, EvWatchOpenFailed and,
+	// when the stream did not end cleanly, EvWatchEnded.
+	Failure *Failure `json:"failure,omitempty"`
+}

@@ -1,0 +1,93 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Failure is what a failed request or a broken stream told the driver, translated but not
+// judged: classifying it is the machine's job.
+type Failure struct {
+	// Status is the API's own answer: the body of a non-2xx response or the object of an ERROR frame.
+	Status *metav1.Status `json:"status,omitempty"`
+	// Code is the HTTP status code when there was a response.
+	Code int `json:"code,omitempty"`
+	// RetryAfter is the response's Retry-After header, already parsed and validated by the driver
+	// (delta-seconds or HTTP-date; negative and unparsable values never get here).
+	// Details.retryAfterSeconds of Status is read by the machine itself.
+	RetryAfter    time.Duration `json:"retryAfter,omitempty"`
+	HasRetryAfter bool          `json:"hasRetryAfter,omitempty"`
+	// Transport is the kind of connection-level failure, when there was one.
+	Transport Transport `json:"transport,omitempty"`
+	// Message is a human-readable description for logs. Never a decision input.
+	Message string `json:"message,omitempty"`
+}
+
+// Transport names a connection-level failure.
+type Transport uint8
+
+const (
+	NoTransportError Transport = iota
+	// Refused: nothing listens (ECONNREFUSED).
+	Refused
+	// Reset: the peer reset or dropped the connection.
+	Reset
+	// EOF: the connection closed where more bytes were due (includes a truncated frame).
+	EOF
+	// Timeout: a dial or read deadline passed.
+	Timeout
+	// Decode: bytes arrived but did not form a valid frame or object.
+	Decode
+	// OtherTransport: any other client-side failure (TLS, DNS, proxy).
+	OtherTransport
+)
+
+var transportNames = enumText{"", "refused", "reset", "eof", "timeout", "decode", "other"}
+
+func (t Transport) String() string { return transportNames.name(uint8(t), "Transport") }
+func (t Transport) MarshalText() ([]byte, error) {
+	return transportNames.marshal(uint8(t), "transport")
+}
+func (t *Transport) UnmarshalText(b []byte) error {
+	v, err := transportNames.unmarshal(b, "transport")
+	*t = Transport(v)
+	return err
+}
+
+// DecodeError marks an error as a frame or object that would not decode, so TransportOf can
+// tell it apart from a broken connection.
+type DecodeError struct{ Err error }
+
+func (e *DecodeError) Error() string { return "decode: " + e.Err.Error() }
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// TransportOf names the connection-level failure behind err. It only inspects the error; the
+// machine decides what each kind means.
+func TransportOf(err error) Transport {
+	var de *DecodeError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return NoTransportError
+	case errors.As(err, &de):
+		return Decode
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return Refused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed):
+		return Reset
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return EOF
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.As(err, &ne) && ne.Timeout():
+		return Timeout
+	default:
+		return OtherTransport
+	}
+}

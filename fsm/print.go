@@ -1,0 +1,158 @@
+package fsm
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The canonical printers: one line per event, command and snapshot, used by golden
+// transcripts, the CLI and logs alike, so that all of them read the same.
+
+// String prints a command as the driver will perform it.
+func (c Command) String() string {
+	var b strings.Builder
+	b.WriteString(c.Kind.String())
+	switch c.Kind {
+	case CmdListPage:
+		field(&b, "request", strconv.FormatUint(c.Request, 10))
+		if c.Continue != "" {
+			field(&b, "continue", strconv.Quote(c.Continue))
+		} else {
+			field(&b, "rv", strconv.Quote(c.ResourceVersion))
+		}
+		if c.Match != "" {
+			field(&b, "match", c.Match)
+		}
+		if c.Limit > 0 {
+			field(&b, "limit", strconv.FormatInt(c.Limit, 10))
+		} else {
+			b.WriteString(" unpaginated")
+		}
+	case CmdOpenWatch:
+		field(&b, "request", strconv.FormatUint(c.Request, 10))
+		field(&b, "rv", strconv.Quote(c.ResourceVersion))
+		if c.Match != "" {
+			field(&b, "match", c.Match)
+		}
+		if c.SendInitialEvents {
+			b.WriteString(" sendInitialEvents")
+		}
+	case CmdCancelRequest:
+		field(&b, "request", strconv.FormatUint(c.Request, 10))
+	case CmdArmTimer:
+		field(&b, "timer", strconv.FormatUint(c.Timer, 10))
+		field(&b, "delay", c.Delay.String())
+		field(&b, "reason", c.Reason.String())
+	case CmdCancelTimer:
+		field(&b, "timer", strconv.FormatUint(c.Timer, 10))
+	case CmdStage:
+		if c.Type != 0 {
+			field(&b, "type", c.Type.String())
+			field(&b, "key", c.Key)
+		} else {
+			field(&b, "items", strconv.Itoa(c.ItemCount))
+		}
+	case CmdReplaceStore:
+		field(&b, "rv", strconv.Quote(c.ResourceVersion))
+	case CmdApply:
+		field(&b, "type", c.Type.String())
+		field(&b, "key", c.Key)
+		field(&b, "rv", strconv.Quote(c.ResourceVersion))
+	}
+	return b.String()
+}
+
+// String prints an event with the fields that matter for its kind. Times print as offsets
+// from the zero time, or as RFC 3339 when far from it.
+func (e Event) String() string {
+	var b strings.Builder
+	b.WriteString(e.Kind.String())
+	if e.Request != 0 {
+		field(&b, "request", strconv.FormatUint(e.Request, 10))
+	}
+	if e.Timer != 0 {
+		field(&b, "timer", strconv.FormatUint(e.Timer, 10))
+	}
+	if e.Type != 0 {
+		field(&b, "type", e.Type.String())
+	}
+	if e.Key != "" {
+		field(&b, "key", e.Key)
+	}
+	if e.ResourceVersion != "" {
+		field(&b, "rv", strconv.Quote(e.ResourceVersion))
+	}
+	if e.Continue != "" {
+		field(&b, "continue", strconv.Quote(e.Continue))
+	}
+	if e.InitialEventsEnd {
+		b.WriteString(" initial-events-end")
+	}
+	if n := max(e.ItemCount, len(e.Items)); n > 0 {
+		field(&b, "items", strconv.Itoa(n))
+	}
+	if e.Failure != nil {
+		b.WriteString(" ")
+		b.WriteString(e.Failure.String())
+	}
+	return b.String()
+}
+
+// String prints what the failure says, compactly: code, reason, Retry-After, transport.
+func (f *Failure) String() string {
+	var parts []string
+	if f.Status != nil {
+		parts = append(parts, "status="+strconv.Itoa(int(f.Status.Code))+"/"+string(f.Status.Reason))
+		for _, c := range causesOf(f) {
+			parts = append(parts, "cause="+c)
+		}
+		if f.Status.Details != nil && f.Status.Details.RetryAfterSeconds != 0 {
+			parts = append(parts, "retryAfterSeconds="+strconv.Itoa(int(f.Status.Details.RetryAfterSeconds)))
+		}
+	}
+	if f.Code != 0 {
+		parts = append(parts, "code="+strconv.Itoa(f.Code))
+	}
+	if f.HasRetryAfter {
+		parts = append(parts, "retry-after="+f.RetryAfter.String())
+	}
+	if f.Transport != NoTransportError {
+		parts = append(parts, "transport="+f.Transport.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+func causesOf(f *Failure) []string {
+	if f.Status.Details == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range f.Status.Details.Causes {
+		out = append(out, string(c.Type))
+	}
+	return out
+}
+
+// String prints the parts of a snapshot a reader of a transcript cares about.
+func (s Snapshot) String() string {
+	var b strings.Builder
+	b.WriteString(s.State.String())
+	if s.State == Backoff {
+		b.WriteString("→" + s.Next.String())
+	}
+	field(&b, "rv", strconv.Quote(s.LastRV))
+	if s.RVUnusable {
+		b.WriteString(" rv-unusable")
+	}
+	if s.Attempt > 0 {
+		field(&b, "attempt", strconv.Itoa(s.Attempt))
+	}
+	return b.String()
+}
+
+func field(b *strings.Builder, k, v string) {
+	b.WriteByte(' ')
+	b.WriteString(k)
+	b.WriteByte('=')
+	b.WriteString(v)
+}

@@ -1,0 +1,67 @@
+package fsm
+
+import (
+	"time"
+
+	"github.com/rewatch/rewatch/backoff"
+)
+
+// Snapshot is everything the machine remembers: the fold of every event so far. It is a plain
+// value; transitions.Step takes one and returns the next, so any snapshot can be kept, compared,
+// or replayed from.
+type Snapshot struct {
+	State State `json:"state"`
+	// Cause is the cause of the transition that produced this snapshot.
+	Cause Cause `json:"cause,omitempty"`
+	// Next is, in Backoff, the state the armed timer leads to.
+	Next State `json:"next,omitempty"`
+
+	// LastRV is the last resourceVersion observed: of the last completed list, or of the last
+	// ADDED/MODIFIED/DELETED/BOOKMARK event. Re-watches resume from it.
+	LastRV string `json:"lastRV,omitempty"`
+	// RVUnusable is set when the server said LastRV is expired or too large for a LIST: the next
+	// LIST asks for "" (a consistent read) instead.
+	RVUnusable bool `json:"rvUnusable,omitempty"`
+	// Synced is true once a full initial state has been handed to the store.
+	Synced bool `json:"synced,omitempty"`
+
+	// Request is the id of the request in flight (0: none); Seq hands out request and timer ids.
+	Request uint64 `json:"request,omitempty"`
+	Seq     uint64 `json:"seq,omitempty"`
+	// Timer is the id of the armed timer (0: none).
+	Timer uint64 `json:"timer,omitempty"`
+
+	// ListRV is the resourceVersion the current LIST was asked at, for the full-list fallback.
+	ListRV string `json:"listRV,omitempty"`
+	// ListContinuing: the request in flight is a continue page.
+	ListContinuing bool `json:"listContinuing,omitempty"`
+	// ListFull: the request in flight is the one unpaginated fallback LIST.
+	ListFull bool `json:"listFull,omitempty"`
+	// Streaming: the current listing is a watch-list stream (sendInitialEvents).
+	Streaming bool `json:"streaming,omitempty"`
+	// WatchListUnsupported: the server refused watch-list once; LIST from then on.
+	WatchListUnsupported bool `json:"watchListUnsupported,omitempty"`
+	// Staged counts pages or initial events staged for the pending Replace.
+	Staged int `json:"staged,omitempty"`
+
+	// WatchOpen, WatchOpenedAt and WatchEvents describe the current watch stream.
+	WatchOpen     bool      `json:"watchOpen,omitempty"`
+	WatchOpenedAt time.Time `json:"watchOpenedAt,omitzero"`
+	WatchEvents   int       `json:"watchEvents,omitempty"`
+	// HealthySince is when the current watch first delivered an event; a failure after
+	// BackoffResetAfter of health resets Attempt.
+	HealthySince time.Time `json:"healthySince,omitzero"`
+
+	// Attempt is how many backoff waits have happened since the last reset.
+	Attempt int `json:"attempt,omitempty"`
+	// InternalStreakStart and InternalLastAt bound the window of InternalError re-watches.
+	InternalStreakStart time.Time `json:"internalStreakStart,omitzero"`
+	InternalLastAt      time.Time `json:"internalLastAt,omitzero"`
+	// QuickEnds counts consecutive watches that ended quickly without delivering anything.
+	QuickEnds int `json:"quickEnds,omitempty"`
+	// ExpiredStreak counts 410s since the last watch event.
+	ExpiredStreak int `json:"expiredStreak,omitempty"`
+
+	// Rand is the seeded source of jitter; it lives here so that Step stays pure and replayable.
+	Rand backoff.SplitMix64 `json:"rand"`
+}

@@ -1,0 +1,50 @@
+package fsm
+
+import "fmt"
+
+// State is where the reflector is in its LIST → WATCH cycle.
+type State uint8
+
+const (
+	// Listing is the initial LIST (or watch-list stream) that fills the store for the first time.
+	Listing State = iota
+	// Watching covers opening a watch and consuming its stream.
+	Watching
+	// Backoff waits on a timer before retrying whatever failed; Snapshot.Next says what.
+	Backoff
+	// Relisting is a LIST after the watch could not be resumed.
+	Relisting
+	// Stopped is terminal: every event is ignored and no command is ever emitted again.
+	Stopped
+)
+
+// States lists every state in table order.
+func States() []State { return []State{Listing, Watching, Backoff, Relisting, Stopped} }
+
+var stateNames = [...]string{"Listing", "Watching", "Backoff", "Relisting", "Stopped"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// MarshalText writes the state by name so journals stay readable and stable across reorderings.
+func (s State) MarshalText() ([]byte, error) {
+	if int(s) >= len(stateNames) {
+		return nil, fmt.Errorf("fsm: unknown state %d", uint8(s))
+	}
+	return []byte(stateNames[s]), nil
+}
+
+// UnmarshalText accepts the names MarshalText writes.
+func (s *State) UnmarshalText(b []byte) error {
+	for i, n := range stateNames {
+		if n == string(b) {
+			*s = State(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("fsm: unknown state %q", b)
+}

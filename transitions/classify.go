@@ -1,0 +1,141 @@
+package transitions
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// class is what a failure means for the reflector, independent of where it happened.
+type class uint8
+
+const (
+	// classBusy: the server asks us to come back later (429, 503, server timeout). Retry the same
+	// request after Retry-After or backoff; never LIST because of it.
+	classBusy class = iota
+	// classInternal: a 500 InternalError, a Status of unknown meaning, or a frame that would not
+	// decode. Retry inside a bounded window, then relist.
+	classInternal
+	// classExpired: 410 Gone / Expired. The resourceVersion is too old to resume from.
+	classExpired
+	// classTooLargeRV: 504 with cause ResourceVersionTooLarge. The RV is ahead of the server.
+	classTooLargeRV
+	// classTransport: the connection failed before any response.
+	classTransport
+	// classRejected: 401, 403, 404 and every other client error: the request itself is refused.
+	classRejected
+)
+
+// classify reads a failure. Statuses are judged with apimachinery's own predicates so that
+// rewatch and client-go agree on what each Status means.
+func classify(f *fsm.Failure) class {
+	if f == nil {
+		return classInternal
+	}
+	if f.Status == nil && f.Code == 0 {
+		if f.Transport == fsm.Decode {
+			return classInternal
+		}
+		return classTransport
+	}
+	err := statusError(f)
+	switch {
+	case isTooLargeResourceVersion(err):
+		return classTooLargeRV
+	case apierrors.IsResourceExpired(err), apierrors.IsGone(err):
+		return classExpired
+	case apierrors.IsTooManyRequests(err), apierrors.IsServiceUnavailable(err),
+		apierrors.IsServerTimeout(err), apierrors.IsTimeout(err):
+		return classBusy
+	case apierrors.IsInternalError(err):
+		return classInternal
+	}
+	code := int(err.ErrStatus.Code)
+	if code >= 500 || code < 400 {
+		// An unknown 5xx, or a Status whose code says nothing: the server is in trouble, not
+		// our request. Bounded like an InternalError.
+		return classInternal
+	}
+	return classRejected
+}
+
+// statusError wraps the failure's Status (or a Status synthesised from the bare HTTP code) for
+// apimachinery's predicates.
+func statusError(f *fsm.Failure) *apierrors.StatusError {
+	if f.Status != nil {
+		st := *f.Status
+		if st.Code == 0 {
+			st.Code = int32(f.Code)
+		}
+		return &apierrors.StatusError{ErrStatus: st}
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure,
+		Code:   int32(f.Code),
+		Reason: reasonForCode(f.Code),
+	}}
+}
+
+// reasonForCode gives a bare HTTP error the reason the API server would have put in its Status,
+// as client-go does for responses without a Status body.
+func reasonForCode(code int) metav1.StatusReason {
+	switch code {
+	case http.StatusTooManyRequests:
+		return metav1.StatusReasonTooManyRequests
+	case http.StatusGone:
+		return metav1.StatusReasonExpired
+	case http.StatusInternalServerError:
+		return metav1.StatusReasonInternalError
+	case http.StatusServiceUnavailable:
+		return metav1.StatusReasonServiceUnavailable
+	case http.StatusGatewayTimeout:
+		return metav1.StatusReasonTimeout
+	case http.StatusUnauthorized:
+		return metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		return metav1.StatusReasonForbidden
+	case http.StatusNotFound:
+		return metav1.StatusReasonNotFound
+	}
+	return metav1.StatusReasonUnknown
+}
+
+// retryAfter is the server's hint: the header if present, else the Status's
+// details.retryAfterSeconds (read with apimachinery's SuggestsClientDelay).
+func retryAfter(f *fsm.Failure) (time.Duration, bool) {
+	if f == nil {
+		return 0, false
+	}
+	if f.HasRetryAfter && f.RetryAfter >= 0 {
+		return f.RetryAfter, true
+	}
+	if f.Status == nil {
+		return 0, false
+	}
+	if secs, ok := apierrors.SuggestsClientDelay(&apierrors.StatusError{ErrStatus: *f.Status}); ok && secs >= 0 {
+		return time.Duration(secs) * time.Second, true
+	}
+	return 0, false
+}
+
+// isTooLargeResourceVersion recognises the API server's answer to a resourceVersion ahead of its
+// own: a Timeout Status with cause ResourceVersionTooLarge. apimachinery has no predicate for it
+// (the server's lives in k8s.io/apiserver/pkg/storage); like client-go's reflector we also accept
+// the message older servers sent without the cause.
+func isTooLargeResourceVersion(err *apierrors.StatusError) bool {
+	st := err.ErrStatus
+	if st.Details != nil {
+		for _, c := range st.Details.Causes {
+			if c.Type == metav1.CauseTypeResourceVersionTooLarge {
+				return true
+			}
+		}
+	}
+	return (st.Code == http.StatusGatewayTimeout || st.Reason == metav1.StatusReasonTimeout) &&
+		strings.Contains(st.Message, "Too large resource version")
+}

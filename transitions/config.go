@@ -1,0 +1,108 @@
+package transitions
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rewatch/rewatch/backoff"
+)
+
+// Config holds the reflector's tunables. The zero value of every field means "the default".
+type Config struct {
+	// Backoff is the wait before a retry when the server gave no Retry-After. Any policy works;
+	// the default is client-go's reflector backoff (800 ms, ×2, jitter 1.0, cap 30 s).
+	Backoff backoff.Policy
+	// BackoffResetAfter is how long a watch must be open and delivering before a later failure
+	// starts the backoff from its first step again. Default 2 minutes.
+	BackoffResetAfter time.Duration
+	// InternalErrorWindow bounds how long InternalErrors are answered by re-watching; past it the
+	// reflector relists. Default 30 s, counted from the first error of a streak.
+	InternalErrorWindow time.Duration
+	// InternalErrorStreakGap ends a streak of InternalErrors after this long without one. Default 1 minute.
+	InternalErrorStreakGap time.Duration
+	// RetryAfterCap caps a server's Retry-After, so that a hostile or broken value cannot park
+	// the reflector. Default 5 minutes.
+	RetryAfterCap time.Duration
+	// PageSize is the LIST limit. Default 500; negative disables pagination.
+	PageSize int64
+	// QuickWatch: a watch that ends within this time having delivered nothing counts as a quick
+	// end. Default 1 s, like client-go.
+	QuickWatch time.Duration
+	// QuickEndsBeforeBackoff: this many consecutive quick ends back off instead of re-watching
+	// at once. Default 2.
+	QuickEndsBeforeBackoff int
+	// WatchTimeoutMin and WatchTimeoutMax bound the randomised timeoutSeconds of each watch
+	// (client-go: [5 min, 10 min)).
+	WatchTimeoutMin, WatchTimeoutMax time.Duration
+	// WatchList opens the initial state as a watch-list stream (sendInitialEvents=true) and falls
+	// back to LIST when the server does not support it.
+	WatchList bool
+	// Seed seeds the jitter source. Runs with the same seed and events make the same decisions.
+	Seed uint64
+}
+
+// Defaults of Config.
+const (
+	DefaultBackoffResetAfter      = backoff.ReflectorResetAfter
+	DefaultInternalErrorWindow    = 30 * time.Second
+	DefaultInternalErrorStreakGap = time.Minute
+	DefaultRetryAfterCap          = 5 * time.Minute
+	DefaultPageSize               = 500
+	DefaultQuickWatch             = time.Second
+	DefaultQuickEndsBeforeBackoff = 2
+	DefaultWatchTimeoutMin        = 5 * time.Minute
+	DefaultWatchTimeoutMax        = 10 * time.Minute
+	// MinRetryAfter: a Retry-After below one second (in practice "0") is no usable hint; the
+	// backoff decides instead, so that "Retry-After: 0" forever cannot become a hot loop.
+	MinRetryAfter = time.Second
+)
+
+// withDefaults fills zero fields and rejects values that cannot work.
+func (c Config) withDefaults() (Config, error) {
+	if c.Backoff == nil {
+		c.Backoff = backoff.Reflector()
+	}
+	setDefault(&c.BackoffResetAfter, DefaultBackoffResetAfter)
+	setDefault(&c.InternalErrorWindow, DefaultInternalErrorWindow)
+	setDefault(&c.InternalErrorStreakGap, DefaultInternalErrorStreakGap)
+	setDefault(&c.RetryAfterCap, DefaultRetryAfterCap)
+	setDefault(&c.QuickWatch, DefaultQuickWatch)
+	setDefault(&c.WatchTimeoutMin, DefaultWatchTimeoutMin)
+	setDefault(&c.WatchTimeoutMax, DefaultWatchTimeoutMax)
+	if c.PageSize == 0 {
+		c.PageSize = DefaultPageSize
+	}
+	if c.QuickEndsBeforeBackoff == 0 {
+		c.QuickEndsBeforeBackoff = DefaultQuickEndsBeforeBackoff
+	}
+	var errs []error
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"BackoffResetAfter", c.BackoffResetAfter}, {"InternalErrorWindow", c.InternalErrorWindow},
+		{"InternalErrorStreakGap", c.InternalErrorStreakGap}, {"RetryAfterCap", c.RetryAfterCap},
+		{"QuickWatch", c.QuickWatch},
+	} {
+		if f.d < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %v", f.name, f.d))
+		}
+	}
+	if c.WatchTimeoutMax < c.WatchTimeoutMin || c.WatchTimeoutMin < time.Second {
+		errs = append(errs, fmt.Errorf("watch timeout range [%v, %v) is empty or under a second", c.WatchTimeoutMin, c.WatchTimeoutMax))
+	}
+	if c.QuickEndsBeforeBackoff < 1 {
+		errs = append(errs, fmt.Errorf("QuickEndsBeforeBackoff must be at least 1, got %d", c.QuickEndsBeforeBackoff))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, fmt.Errorf("transitions: invalid config: %w", err)
+	}
+	return c, nil
+}
+
+func setDefault(d *time.Duration, def time.Duration) {
+	if *d == 0 {
+		*d = def
+	}
+}

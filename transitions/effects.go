@@ -1,0 +1,156 @@
+package transitions
+
+import (
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// effects updates s and emits the commands of cause. s.State is still the state the event
+// arrived in.
+func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, out *[]fsm.Command) {
+	switch cause {
+	case fsm.CauseWatchEvent:
+		m.watchEvent(s, e, out)
+	case fsm.CauseWatchOpened, fsm.CauseWatchListOpened:
+		s.WatchOpen, s.WatchOpenedAt = true, e.Now
+
+	case fsm.CauseStart:
+		m.startListing(s, out)
+	case fsm.CauseListPageMore:
+		stagePage(s, e, out)
+		m.listPage(s, out, pageContinue, e.Continue)
+	case fsm.CauseListComplete:
+		stagePage(s, e, out)
+		m.replaceAndWatch(s, e.ResourceVersion, out)
+	case fsm.CauseListExpired:
+		m.endRequest(s, e, out)
+		discardStaged(s, out)
+		s.RVUnusable = true
+		m.startListing(s, out)
+	case fsm.CauseContinueExpired:
+		discardStaged(s, out)
+		m.listPage(s, out, pageFull, "")
+	case fsm.CauseListFailed, fsm.CauseInitialTransferCut:
+		m.endRequest(s, e, out)
+		discardStaged(s, out)
+		m.backoff(s, e, cause, s.State, out)
+	case fsm.CauseInitialEvent:
+		if e.Type != fsm.Bookmark {
+			s.Staged++
+			emit(out, fsm.Command{Kind: fsm.CmdStage, Type: e.Type, Key: e.Key, Object: e.Object, Items: e.Items, ItemCount: e.ItemCount})
+		}
+	case fsm.CauseInitialEventsEnd:
+		// The stream that delivered the initial state goes on as the watch.
+		m.replace(s, e.ResourceVersion, out)
+		s.WatchOpen, s.WatchOpenedAt, s.WatchEvents = true, e.Now, 0
+	case fsm.CauseWatchListUnsupported:
+		discardStaged(s, out)
+		s.WatchListUnsupported = true
+		m.startListing(s, out)
+
+	case fsm.CauseTooManyRequests, fsm.CauseConnectFailed, fsm.CauseStreamEndedQuickly:
+		m.watchFailed(s, e, out)
+		m.backoff(s, e, cause, fsm.Watching, out)
+	case fsm.CauseInternalErrorInWindow:
+		m.noteInternalError(s, e)
+		m.watchFailed(s, e, out)
+		m.backoff(s, e, cause, fsm.Watching, out)
+	case fsm.CauseInternalErrorPastWindow:
+		// The window is spent: relist, and give the next streak a fresh window so that a
+		// lasting outage costs one LIST per window, not one per error.
+		s.InternalStreakStart, s.InternalLastAt = zeroTime, zeroTime
+		m.watchFailed(s, e, out)
+		m.startListing(s, out)
+	case fsm.CauseStreamEnded:
+		m.watchFailed(s, e, out)
+		m.openWatch(s, out)
+	case fsm.CauseExpired:
+		s.ExpiredStreak++
+		m.watchFailed(s, e, out)
+		m.startListing(s, out)
+	case fsm.CauseExpiredAgain:
+		s.ExpiredStreak++
+		m.watchFailed(s, e, out)
+		m.backoff(s, e, cause, fsm.Relisting, out)
+	case fsm.CauseTooLargeRV:
+		s.RVUnusable = true
+		m.watchFailed(s, e, out)
+		m.startListing(s, out)
+	case fsm.CauseWatchRejected:
+		m.watchFailed(s, e, out)
+		m.backoff(s, e, cause, fsm.Relisting, out)
+
+	case fsm.CauseRetryWatch:
+		s.Timer = 0
+		m.openWatch(s, out)
+	case fsm.CauseRetryRelist, fsm.CauseRetryList:
+		s.Timer = 0
+		m.startListing(s, out)
+
+	case fsm.CauseStop:
+		m.stop(s, out)
+	}
+}
+
+// watchEvent is the hot path: one ADDED/MODIFIED/DELETED/BOOKMARK frame on an open watch.
+func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
+	if !s.WatchOpen {
+		// A frame proves the stream is open even if the driver reported no headers event.
+		s.WatchOpen, s.WatchOpenedAt = true, e.Now
+	}
+	if e.ResourceVersion != "" {
+		s.LastRV = e.ResourceVersion
+		s.RVUnusable = false
+	}
+	s.WatchEvents++
+	s.QuickEnds, s.ExpiredStreak = 0, 0
+	if s.HealthySince.IsZero() {
+		s.HealthySince = e.Now
+	}
+	if e.Type != fsm.Bookmark {
+		emit(out, fsm.Command{Kind: fsm.CmdApply, Type: e.Type, Key: e.Key, ResourceVersion: e.ResourceVersion, Object: e.Object})
+	}
+}
+
+// watchFailed closes the books on the current watch.
+func (m *Machine) watchFailed(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
+	if m.quickEnd(s, e) {
+		s.QuickEnds++
+	}
+	m.endRequest(s, e, out)
+}
+
+// endRequest forgets the request in flight. An ERROR frame arrives on a stream that may still
+// be open, so the driver is told to close it.
+func (m *Machine) endRequest(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
+	if e.Kind == fsm.EvWatchError && s.Request != 0 {
+		emit(out, fsm.Command{Kind: fsm.CmdCancelRequest, Request: s.Request})
+	}
+	s.Request = 0
+	s.WatchOpen, s.WatchOpenedAt, s.WatchEvents = false, zeroTime, 0
+}
+
+func (m *Machine) noteInternalError(s *fsm.Snapshot, e *fsm.Event) {
+	if s.InternalStreakStart.IsZero() || e.Now.Sub(s.InternalLastAt) > m.cfg.InternalErrorStreakGap {
+		s.InternalStreakStart = e.Now
+	}
+	s.InternalLastAt = e.Now
+}
+
+func (m *Machine) stop(s *fsm.Snapshot, out *[]fsm.Command) {
+	if s.Request != 0 {
+		emit(out, fsm.Command{Kind: fsm.CmdCancelRequest, Request: s.Request})
+		s.Request = 0
+	}
+	discardStaged(s, out)
+	if s.Timer != 0 {
+		emit(out, fsm.Command{Kind: fsm.CmdCancelTimer, Timer: s.Timer})
+		s.Timer = 0
+	}
+	s.WatchOpen, s.WatchOpenedAt, s.WatchEvents = false, zeroTime, 0
+	emit(out, fsm.Command{Kind: fsm.CmdStopped})
+}
+
+func (m *Machine) nextID(s *fsm.Snapshot) uint64 {
+	s.Seq++
+	return s.Seq
+}

@@ -1,0 +1,100 @@
+package transitions
+
+import (
+	"github.com/rewatch/rewatch/fsm"
+)
+
+type pageKind uint8
+
+const (
+	pageFirst pageKind = iota
+	pageContinue
+	pageFull
+)
+
+// listRV is the resourceVersion a new listing asks for (client-go's relistResourceVersion):
+// "0" before anything was seen (served from the watch cache), the last observed RV after that
+// (never "" straight away: that would send every client to etcd at once, kubernetes#86430), and
+// "" only once the server has said that RV cannot be served.
+func (m *Machine) listRV(s *fsm.Snapshot) string {
+	switch {
+	case s.RVUnusable:
+		return ""
+	case s.LastRV == "":
+		return "0"
+	}
+	return s.LastRV
+}
+
+// startListing begins a new listing, as a watch-list stream when configured and supported.
+func (m *Machine) startListing(s *fsm.Snapshot, out *[]fsm.Command) {
+	s.ListRV = m.listRV(s)
+	if m.cfg.WatchList && !s.WatchListUnsupported {
+		s.Streaming = true
+		s.ListContinuing, s.ListFull = false, false
+		s.Request = m.nextID(s)
+		emit(out, fsm.Command{
+			Kind: fsm.CmdOpenWatch, Request: s.Request, ResourceVersion: s.ListRV, RVSet: s.ListRV != "",
+			Match: "NotOlderThan", Bookmarks: true, SendInitialEvents: true,
+			TimeoutSeconds: m.watchTimeout(s),
+		})
+		return
+	}
+	s.Streaming = false
+	m.listPage(s, out, pageFirst, "")
+}
+
+// listPage requests one LIST page. A continue page carries no resourceVersion (the token pins
+// it); the full fallback list carries no limit.
+func (m *Machine) listPage(s *fsm.Snapshot, out *[]fsm.Command, kind pageKind, cont string) {
+	s.Request = m.nextID(s)
+	s.ListContinuing, s.ListFull = kind == pageContinue, kind == pageFull
+	c := fsm.Command{Kind: fsm.CmdListPage, Request: s.Request}
+	if kind == pageContinue {
+		c.Continue = cont
+	} else {
+		c.ResourceVersion, c.RVSet = s.ListRV, true
+		if s.ListRV != "" && s.ListRV != "0" {
+			// Without a match, a specific RV with a limit means Exact, which the server may have
+			// to read from etcd; NotOlderThan lets it serve from its watch cache.
+			c.Match = "NotOlderThan"
+		}
+	}
+	if kind != pageFull && m.cfg.PageSize > 0 {
+		c.Limit = m.cfg.PageSize
+	}
+	emit(out, c)
+}
+
+func stagePage(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
+	count := e.ItemCount
+	if count == 0 {
+		count = len(e.Items)
+	}
+	s.Staged++
+	emit(out, fsm.Command{Kind: fsm.CmdStage, Items: e.Items, ItemCount: count})
+}
+
+func discardStaged(s *fsm.Snapshot, out *[]fsm.Command) {
+	if s.Staged > 0 {
+		emit(out, fsm.Command{Kind: fsm.CmdDiscardStaged})
+		s.Staged = 0
+	}
+}
+
+// replace hands everything staged to the store at rv.
+func (m *Machine) replace(s *fsm.Snapshot, rv string, out *[]fsm.Command) {
+	emit(out, fsm.Command{Kind: fsm.CmdReplaceStore, ResourceVersion: rv})
+	s.Staged = 0
+	s.Streaming, s.ListContinuing, s.ListFull = false, false, false
+	s.Synced = true
+	if rv != "" {
+		s.LastRV = rv
+		s.RVUnusable = false
+	}
+}
+
+func (m *Machine) replaceAndWatch(s *fsm.Snapshot, rv string, out *[]fsm.Command) {
+	m.replace(s, rv, out)
+	m.openWatch(s, out)
+}

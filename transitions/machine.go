@@ -1,0 +1,72 @@
+package transitions
+
+import (
+	"fmt"
+
+	"github.com/rewatch/rewatch/backoff"
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// Machine holds an immutable configuration; Step is its only behaviour. A Machine is safe for
+// concurrent use because it has no mutable state.
+type Machine struct {
+	cfg Config
+}
+
+// New returns a Machine for cfg, with defaults filled in.
+func New(cfg Config) (*Machine, error) {
+	full, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Machine{cfg: full}, nil
+}
+
+// MustNew is New for configurations known to be valid (tests, defaults).
+func MustNew(cfg Config) *Machine {
+	m, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// Config returns the configuration in force, defaults included.
+func (m *Machine) Config() Config { return m.cfg }
+
+// Initial is the snapshot before any event: Listing, nothing requested yet.
+func (m *Machine) Initial() fsm.Snapshot {
+	return fsm.Snapshot{State: fsm.Listing, Rand: backoff.SplitMix64(m.cfg.Seed)}
+}
+
+// Step applies event e to the snapshot *s in place and appends the commands it calls for to
+// out. Its result depends on *s, *e and the configuration alone: it reads no clock, performs no
+// I/O and draws randomness only from s.Rand. It works in place, raft-style, because a watch
+// frame must cost a few nanoseconds: copying a snapshot and a command list by value per event
+// costs more than the decision itself (see Next for the value form).
+//
+// Events that belong to no current request or timer, and every event after Stopped, change
+// nothing and append nothing.
+func (m *Machine) Step(s *fsm.Snapshot, e *fsm.Event, out []fsm.Command) []fsm.Command {
+	cause := m.cause(s, e)
+	if cause == fsm.NoCause {
+		return out
+	}
+	to, ok := fsm.Target(s.State, cause)
+	if !ok {
+		// cause() only yields causes the table permits in s.State; reaching this is a bug.
+		panic(fmt.Sprintf("transitions: %s --%s--> is not in the table", s.State, cause))
+	}
+	m.effects(s, e, cause, &out)
+	s.State, s.Cause = to, cause
+	return out
+}
+
+// Next is Step in value form: the snapshot after e, and the commands e produced. It allocates
+// the command slice; tests, replay and tooling read better with it.
+func (m *Machine) Next(s fsm.Snapshot, e fsm.Event) (fsm.Snapshot, []fsm.Command) {
+	out := m.Step(&s, &e, nil)
+	return s, out
+}
+
+func emit(out *[]fsm.Command, c fsm.Command) { *out = append(*out, c) }

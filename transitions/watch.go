@@ -1,0 +1,33 @@
+package transitions
+
+import (
+	"time"
+
+	"github.com/rewatch/rewatch/fsm"
+)
+
+var zeroTime time.Time
+
+// openWatch re-opens the watch from the last observed resourceVersion.
+func (m *Machine) openWatch(s *fsm.Snapshot, out *[]fsm.Command) {
+	s.Request = m.nextID(s)
+	s.WatchOpen, s.WatchOpenedAt, s.WatchEvents = false, zeroTime, 0
+	emit(out, fsm.Command{
+		Kind: fsm.CmdOpenWatch, Request: s.Request, ResourceVersion: s.LastRV, RVSet: true,
+		Bookmarks: true, TimeoutSeconds: m.watchTimeout(s),
+	})
+}
+
+// watchTimeout draws timeoutSeconds uniformly from [WatchTimeoutMin, WatchTimeoutMax), so that
+// a fleet of reflectors does not re-watch in lockstep.
+func (m *Machine) watchTimeout(s *fsm.Snapshot) int64 {
+	lo, hi := m.cfg.WatchTimeoutMin.Seconds(), m.cfg.WatchTimeoutMax.Seconds()
+	r := m.rand(s)
+	return int64(lo + r*(hi-lo))
+}
+
+func (m *Machine) rand(s *fsm.Snapshot) float64 {
+	r, next := s.Rand.Next()
+	s.Rand = next
+	return r
+}
