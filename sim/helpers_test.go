@@ -7,9 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,6 +84,12 @@ func decodeStatus(t *testing.T, b []byte) metav1.Status {
 	return st
 }
 
+// listItem reads typed list items, which carry no kind/apiVersion.
+type listItem struct {
+	metav1.ObjectMeta `json:"metadata"`
+	Data              map[string]string `json:"data"`
+}
+
 type rawList struct {
 	Kind       string `json:"kind"`
 	APIVersion string `json:"apiVersion"`
@@ -87,7 +98,7 @@ type rawList struct {
 		Continue           string `json:"continue"`
 		RemainingItemCount *int64 `json:"remainingItemCount"`
 	} `json:"metadata"`
-	Items []unstructured.Unstructured `json:"items"`
+	Items []listItem `json:"items"`
 }
 
 func decodeList(t *testing.T, r rawResponse) rawList {
@@ -173,3 +184,15 @@ func storeSnapshot(store cache.Store) map[string]string {
 	}
 	return out
 }
+
+type GVR = schema.GroupVersionResource
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
+}
+
+func everything() labels.Selector       { return labels.Everything() }
+func everythingFields() fields.Selector { return fields.Everything() }

@@ -58,7 +58,13 @@ func newKindInfo(gvr schema.GroupVersionResource) kindInfo {
 	}
 }
 
+// knownKinds holds kinds that naive singularization gets wrong.
+var knownKinds = map[string]string{"configmaps": "ConfigMap"}
+
 func kindOf(resource string) string {
+	if k, ok := knownKinds[resource]; ok {
+		return k
+	}
 	singular := resource
 	switch {
 	case strings.HasSuffix(resource, "ies"):
