@@ -15,7 +15,9 @@ import (
 //
 // As in client-go, running out of attempts returns the last retriable error
 // itself, and a Backoff with Steps < 1 makes no attempt at all (see
-// ErrNoAttempts). Unlike client-go, a done context ends the wait at once
+// ErrNoAttempts). Also as in client-go, the step at which the delay reaches
+// Cap sets Steps to 0 and so ends the attempts early; client-go then still
+// sleeps once before giving up, which OnError skips since no attempt follows. Unlike client-go, a done context ends the wait at once
 // and OnError returns ctx.Err(); it is also checked before every attempt.
 func OnError(ctx context.Context, b Backoff, retriable func(error) bool, fn func() error, opts ...Option) error {
 	cfg := newConfig(opts)
@@ -35,7 +37,13 @@ func OnError(ctx context.Context, b Backoff, retriable func(error) bool, fn func
 		if b.Steps == 1 {
 			break
 		}
-		if err := clockx.Sleep(ctx, cfg.clock, b.Step(cfg.rand)); err != nil {
+		d := b.Step(cfg.rand)
+		if b.Steps == 0 {
+			// Hitting Cap zeroes Steps, which ends client-go's loop after
+			// it has slept; we give up without that pointless wait.
+			break
+		}
+		if err := clockx.Sleep(ctx, cfg.clock, d); err != nil {
 			return err
 		}
 	}
