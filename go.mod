@@ -1,6 +1,6 @@
 module github.com/rewatch/rewatch
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/benbjohnson/clock v1.3.5
