@@ -37,6 +37,7 @@ func (c Command) String() string {
 		if c.SendInitialEvents {
 			b.WriteString(" sendInitialEvents")
 		}
+		field(&b, "timeout", strconv.FormatInt(c.TimeoutSeconds, 10)+"s")
 	case CmdCancelRequest:
 		field(&b, "request", strconv.FormatUint(c.Request, 10))
 	case CmdArmTimer:

@@ -67,9 +67,9 @@ func (m *Machine) listPage(s *fsm.Snapshot, out *[]fsm.Command, kind pageKind, c
 }
 
 func stagePage(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
-	count := e.ItemCount
+	count := max(e.ItemCount, len(e.Items))
 	if count == 0 {
-		count = len(e.Items)
+		return
 	}
 	s.Staged++
 	emit(out, fsm.Command{Kind: fsm.CmdStage, Items: e.Items, ItemCount: count})

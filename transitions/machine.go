@@ -70,3 +70,7 @@ func (m *Machine) Next(s fsm.Snapshot, e fsm.Event) (fsm.Snapshot, []fsm.Command
 }
 
 func emit(out *[]fsm.Command, c fsm.Command) { *out = append(*out, c) }
+
+// Classify returns the cause e would take in s, or fsm.NoCause when Step would ignore it. It
+// changes nothing; observers use it to label transitions.
+func (m *Machine) Classify(s *fsm.Snapshot, e *fsm.Event) fsm.Cause { return m.cause(s, e) }
