@@ -38,3 +38,8 @@ func (k k8sClock) Since(t time.Time) time.Duration { return k.c.Since(t) }
 // k8sclock.Timer has exactly Timer's method set, so it needs no wrapper; the
 // method exists only because Go has no covariant return types.
 func (k k8sClock) NewTimer(d time.Duration) Timer { return k.c.NewTimer(d) }
+
+// A Mock can be handed to code that only reads k8s time. The wider k8s
+// interfaces need NewTimer to return k8sclock.Timer, which Go's lack of
+// covariant returns rules out without a wrapper.
+var _ k8sclock.PassiveClock = (*Mock)(nil)
