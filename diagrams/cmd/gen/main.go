@@ -1,0 +1,40 @@
+// Command gen writes docs/reflector.{mmd,dot,svg} from fsm.Table. It runs from
+// `go generate ./diagrams/`; the drift test in package diagrams fails until it has.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/rewatch/rewatch/diagrams"
+)
+
+func main() {
+	out := flag.String("out", "docs", "directory to write reflector.{mmd,dot,svg} into")
+	flag.Parse()
+	if err := run(context.Background(), *out); err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, dir string) error {
+	for _, format := range diagrams.Formats {
+		data, err := diagrams.RenderContext(ctx, format)
+		if err != nil {
+			return err
+		}
+		ext, err := diagrams.FileExt(format)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, "reflector."+ext)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return nil
+}
