@@ -1,0 +1,311 @@
+package fsm_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
+)
+
+// run is one random sequence: the machine, and every event with its outcome.
+type run struct {
+	m      *transitions.Machine
+	steps  []runStep
+	events []fsm.Event
+}
+
+type runStep struct {
+	gen           generated
+	before, after fsm.Snapshot
+	cause         fsm.Cause
+	commands      []fsm.Command
+}
+
+// drawRun plays 1–200 model-server events against a machine with a drawn configuration.
+func drawRun(t *rapid.T) run {
+	m := transitions.MustNew(drawConfig(t))
+	ms := &modelServer{now: t0}
+	s := m.Initial()
+	r := run{m: m}
+	n := rapid.IntRange(1, 200).Draw(t, "events")
+	for range n {
+		g := ms.next(t, &s)
+		before := s
+		cause := m.Classify(&s, &g.event)
+		var cmds []fsm.Command
+		s, cmds = m.Next(s, g.event)
+		for _, c := range cmds {
+			if c.Kind == fsm.CmdArmTimer {
+				ms.lastDelay = c.Delay
+			}
+		}
+		r.steps = append(r.steps, runStep{gen: g, before: before, after: s, cause: cause, commands: cmds})
+		r.events = append(r.events, g.event)
+	}
+	return r
+}
+
+func rvNum(t *rapid.T, rv string) int64 {
+	if rv == "" || rv == "0" {
+		return 0
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q is not one the model handed out", rv)
+	}
+	return n
+}
+
+func has(cmds []fsm.Command, k fsm.CommandKind) bool {
+	for _, c := range cmds {
+		if c.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// SEMANTICS.md failure rows for 429, InternalError inside the window, connection refused and
+// stream ends: the answer is always a re-watch, never a LIST — now or when the backoff ends.
+func TestPropertyNoListAfterRetryableWatchFailure(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		for i, st := range r.steps {
+			if st.before.State != fsm.Watching || st.gen.stale || st.gen.event.Kind == fsm.EvStop {
+				continue
+			}
+			retryable := st.gen.kind == fkBusy || st.gen.kind == fkTransport || st.gen.kind == fkStreamEnd ||
+				(st.gen.kind == fkInternal && st.cause == fsm.CauseInternalErrorInWindow)
+			if !retryable {
+				continue
+			}
+			if has(st.commands, fsm.CmdListPage) {
+				t.Fatalf("step %d: %s after %s emitted a LIST: %v", i, st.cause, st.gen.event, st.commands)
+			}
+			if st.after.State == fsm.Backoff && st.after.Next != fsm.Watching {
+				t.Fatalf("step %d: %s leads to %s after the backoff, not a re-watch", i, st.gen.event, st.after.Next)
+			}
+			if st.after.State != fsm.Backoff && st.after.State != fsm.Watching {
+				t.Fatalf("step %d: %s left Watching for %s", i, st.gen.event, st.after.State)
+			}
+		}
+	})
+}
+
+// SEMANTICS.md "WATCH ... resourceVersion=<last observed>": every re-watch resumes from the last
+// RV observed, and the RVs the machine acts on never go backwards.
+func TestPropertyRewatchUsesLastRVAndRVsNeverGoBack(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		var highest int64
+		for i, st := range r.steps {
+			if n := rvNum(t, st.after.LastRV); n < highest {
+				t.Fatalf("step %d: last RV went back from %d to %d", i, highest, n)
+			} else {
+				highest = n
+			}
+			for _, c := range st.commands {
+				switch {
+				case c.Kind == fsm.CmdOpenWatch && !c.SendInitialEvents:
+					if c.ResourceVersion != st.after.LastRV || c.ResourceVersion == "" {
+						t.Fatalf("step %d: watch from %q, last observed %q", i, c.ResourceVersion, st.after.LastRV)
+					}
+				case c.Kind == fsm.CmdListPage && c.Continue == "" && st.before.Synced:
+					// A relist asks at the last RV, or "" once the server refused it.
+					if c.ResourceVersion != st.before.LastRV && c.ResourceVersion != "" {
+						t.Fatalf("step %d: relist at %q, last observed %q", i, c.ResourceVersion, st.before.LastRV)
+					}
+				case c.Kind == fsm.CmdApply || c.Kind == fsm.CmdReplaceStore:
+					if rvNum(t, c.ResourceVersion) > highest {
+						t.Fatalf("step %d: store told RV %s beyond last observed %d", i, c.ResourceVersion, highest)
+					}
+				}
+			}
+		}
+	})
+}
+
+// SEMANTICS.md "Waiting": each wait is the capped Retry-After when the server gave one (a value
+// under a second is no hint), and otherwise lies within the backoff's bounds for its attempt.
+func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		cfg := r.m.Config()
+		for i, st := range r.steps {
+			for _, c := range st.commands {
+				if c.Kind != fsm.CmdArmTimer {
+					continue
+				}
+				if ra := st.gen.retryAfter; ra >= transitions.MinRetryAfter {
+					if want := min(ra, cfg.RetryAfterCap); c.Delay != want {
+						t.Fatalf("step %d: waited %v, Retry-After %v capped at %v", i, c.Delay, ra, cfg.RetryAfterCap)
+					}
+					continue
+				}
+				attempt := st.before.Attempt
+				if !st.before.HealthySince.IsZero() && st.gen.event.Now.Sub(st.before.HealthySince) >= cfg.BackoffResetAfter {
+					attempt = 0
+				}
+				lo, hi := cfg.Backoff.(interface {
+					Bounds(int) (time.Duration, time.Duration)
+				}).Bounds(attempt)
+				if c.Delay < lo || c.Delay >= hi {
+					t.Fatalf("step %d: waited %v, backoff attempt %d allows [%v, %v)", i, c.Delay, attempt, lo, hi)
+				}
+			}
+		}
+	})
+}
+
+// SEMANTICS.md "Backoff": the backoff resets only after a healthy period (a watch open and
+// delivering for BackoffResetAfter); kube-rs's reset-on-every-Ok is the bug to avoid.
+func TestPropertyBackoffNeverResetsEarly(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		cfg := r.m.Config()
+		for i, st := range r.steps {
+			if st.after.Attempt >= st.before.Attempt {
+				continue
+			}
+			healthy := !st.before.HealthySince.IsZero() && st.gen.event.Now.Sub(st.before.HealthySince) >= cfg.BackoffResetAfter
+			if !healthy {
+				t.Fatalf("step %d: attempt fell from %d to %d without %v of health (healthy since %v, now %v)", i,
+					st.before.Attempt, st.after.Attempt, cfg.BackoffResetAfter, st.before.HealthySince, st.gen.event.Now)
+			}
+		}
+	})
+}
+
+// Under continuous failure the waits grow step by step to the cap and stay there.
+func TestPropertyDelaysGrowToCap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := drawConfig(t)
+		cfg.WatchList = false
+		m := transitions.MustNew(cfg)
+		ms := &modelServer{now: t0}
+		s := m.Initial()
+		s, _ = m.Next(s, fsm.Event{Kind: fsm.EvStart, Now: t0})
+		s, _ = m.Next(s, fsm.Event{Kind: fsm.EvListPage, Now: t0, Request: s.Request, ResourceVersion: "10"})
+		b := m.Config().Backoff.(interface {
+			Bounds(int) (time.Duration, time.Duration)
+		})
+		capLo, _ := b.Bounds(1 << 20)
+		reachedCap := false
+		for attempt := range 40 {
+			g := ms.failure(t, fsm.Event{Kind: fsm.EvWatchOpenFailed, Now: ms.now, Request: s.Request}, true)
+			if g.kind != fkBusy && g.kind != fkTransport {
+				g = generated{event: fsm.Event{Kind: fsm.EvWatchOpenFailed, Now: ms.now, Request: s.Request, Failure: &fsm.Failure{Transport: fsm.Refused}}, kind: fkTransport}
+			}
+			g.event.Failure.HasRetryAfter = false
+			g.event.Failure.Status = nil
+			var cmds []fsm.Command
+			s, cmds = m.Next(s, g.event)
+			require.Equal(t, fsm.Backoff, s.State)
+			d := cmds[len(cmds)-1].Delay
+			lo, hi := b.Bounds(attempt)
+			if d < lo || d >= hi {
+				t.Fatalf("attempt %d: %v outside [%v, %v)", attempt, d, lo, hi)
+			}
+			if lo >= capLo {
+				reachedCap = true
+			} else if reachedCap {
+				t.Fatalf("attempt %d: fell below the cap after reaching it", attempt)
+			}
+			ms.now = ms.now.Add(d)
+			s, _ = m.Next(s, fsm.Event{Kind: fsm.EvTimerFired, Now: ms.now, Timer: s.Timer})
+		}
+		if !reachedCap {
+			t.Fatalf("40 failures never reached the cap")
+		}
+	})
+}
+
+// SEMANTICS.md "stop": from any state, Stop yields Stopped with no armed timer, no request in
+// flight, and no command ever again.
+func TestPropertyStopFromAnyState(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		last := r.steps[len(r.steps)-1].after
+		ms := &modelServer{now: r.steps[len(r.steps)-1].gen.event.Now}
+		s, cmds := r.m.Next(last, fsm.Event{Kind: fsm.EvStop, Now: ms.now})
+		require.Equal(t, fsm.Stopped, s.State)
+		require.Zero(t, s.Timer)
+		require.Zero(t, s.Request)
+		if last.State != fsm.Stopped {
+			require.NotEmpty(t, cmds)
+			require.Equal(t, fsm.CmdStopped, cmds[len(cmds)-1].Kind)
+			require.Equal(t, last.Timer != 0, has(cmds, fsm.CmdCancelTimer), "cancel-timer iff one was armed: %v", cmds)
+			require.Equal(t, last.Request != 0, has(cmds, fsm.CmdCancelRequest), "cancel-request iff one was in flight: %v", cmds)
+		}
+		for range rapid.IntRange(1, 20).Draw(t, "after") {
+			g := ms.next(t, &s)
+			var more []fsm.Command
+			s, more = r.m.Next(s, g.event)
+			require.Empty(t, more, "command after Stopped for %s", g.event)
+			require.Equal(t, fsm.Stopped, s.State)
+		}
+	})
+}
+
+// DESIGN.md "the stateless machine ... validate that every transition Step takes is one the
+// table permits": checked against qmuntal/stateless built from fsm.Table.
+func TestPropertyEveryTransitionIsInTheTable(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		for i, st := range r.steps {
+			if st.cause == fsm.NoCause {
+				require.Equal(t, st.before, st.after, "step %d: an ignored event changed the snapshot", i)
+				require.Empty(t, st.commands, "step %d: an ignored event emitted commands", i)
+				continue
+			}
+			if err := fsm.CheckTransition(st.before.State, st.cause, st.after.State); err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+		}
+	})
+}
+
+// DESIGN.md "Replay": replaying the event log reproduces the identical states and commands.
+func TestPropertyReplayIsIdentical(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		s := r.m.Initial()
+		for i, e := range r.events {
+			var cmds []fsm.Command
+			s, cmds = r.m.Next(s, e)
+			require.Equal(t, r.steps[i].after, s, "step %d", i)
+			require.Equal(t, r.steps[i].commands, cmds, "step %d", i)
+		}
+	})
+}
+
+// No hot loop: without progress (a page or a watch event) the machine issues at most three
+// requests before it waits on a timer, whatever the server answers.
+func TestPropertyNoHotLoop(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		requests := 0
+		for i, st := range r.steps {
+			k := st.gen.event.Kind
+			if st.cause == fsm.CauseListPageMore || st.cause == fsm.CauseListComplete || k == fsm.EvWatchEvent || k == fsm.EvTimerFired {
+				requests = 0
+			}
+			for _, c := range st.commands {
+				switch c.Kind {
+				case fsm.CmdArmTimer:
+					requests = 0
+				case fsm.CmdListPage, fsm.CmdOpenWatch:
+					requests++
+				}
+			}
+			if requests > 3 {
+				t.Fatalf("step %d: %d requests without progress or a wait", i, requests)
+			}
+		}
+	})
+}
