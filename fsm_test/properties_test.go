@@ -284,16 +284,19 @@ func TestPropertyReplayIsIdentical(t *testing.T) {
 	})
 }
 
-// No hot loop: without progress (a page or a watch event) the machine issues at most three
-// requests before it waits on a timer, whatever the server answers.
+// No hot loop: without progress (a page, a watch event, or a watch that stayed open for the
+// quick-end threshold) the machine issues at most three requests before it waits on a timer,
+// whatever the server answers.
 func TestPropertyNoHotLoop(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := drawRun(t)
 		requests := 0
+		var since time.Time
 		for i, st := range r.steps {
-			k := st.gen.event.Kind
-			if st.cause == fsm.CauseListPageMore || st.cause == fsm.CauseListComplete || k == fsm.EvWatchEvent || k == fsm.EvTimerFired {
-				requests = 0
+			k, now := st.gen.event.Kind, st.gen.event.Now
+			if st.cause == fsm.CauseListPageMore || st.cause == fsm.CauseListComplete || k == fsm.EvWatchEvent ||
+				k == fsm.EvTimerFired || now.Sub(since) >= r.m.Config().QuickWatch {
+				requests, since = 0, now
 			}
 			for _, c := range st.commands {
 				switch c.Kind {
