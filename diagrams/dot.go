@@ -53,12 +53,13 @@ func dot() (string, error) {
 	// One pass over the text, so a label can never be rewritten as if it were another id.
 	g = strings.NewReplacer(pairs...).Replace(g)
 
-	// Stopped is terminal; the double border is the usual mark for it.
+	// Stopped is terminal. A heavier border marks it, since Mrecord, the shape ToGraph gives
+	// every node, ignores peripheries and so cannot take the usual double border.
 	stopped := fmt.Sprintf("\t%s [label=%q];\n", fsm.Stopped, fsm.Stopped.String())
 	if !strings.Contains(g, stopped) {
 		return "", fmt.Errorf("diagrams: stateless ToGraph has no node line %q", stopped)
 	}
-	g = strings.Replace(g, stopped, fmt.Sprintf("\t%s [label=%q, peripheries=2];\n", fsm.Stopped, fsm.Stopped.String()), 1)
+	g = strings.Replace(g, stopped, fmt.Sprintf("\t%s [label=%q, penwidth=2];\n", fsm.Stopped, fsm.Stopped.String()), 1)
 
 	// Edge labels are long sentences and self-loops carry up to seven of them; without more
 	// room dot packs them over neighbouring edges. The fonts are ones every browser maps to a

@@ -1,0 +1,183 @@
+package diagrams
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// The committed diagrams are read on GitHub without running anything, so they must be what
+// the table renders today. SVG is compared byte for byte too: the Graphviz inside go-graphviz
+// is wasm with built-in font metrics, so its layout does not depend on the machine, and two
+// renders of the same DOT have been identical. A go-graphviz upgrade that changes the drawing
+// fails here, and regenerating is then the right fix.
+func TestCommittedDiagramsMatchTable(t *testing.T) {
+	for _, format := range Formats {
+		t.Run(format, func(t *testing.T) {
+			ext, err := FileExt(format)
+			require.NoError(t, err)
+			path := filepath.Join("..", "docs", "reflector."+ext)
+			committed, err := os.ReadFile(path)
+			require.NoError(t, err, "%s is missing: run `go generate ./diagrams/`", path)
+			want, err := Render(format)
+			require.NoError(t, err)
+			if string(committed) != string(want) {
+				t.Fatalf("%s is stale: it no longer matches fsm.Table. Run `go generate ./diagrams/` and commit docs/reflector.*", path)
+			}
+		})
+	}
+}
+
+// renderSVG renders once for every test that only reads the SVG: under -race a wasm render
+// takes seconds.
+var renderSVG = sync.OnceValues(func() ([]byte, error) { return SVG(context.Background()) })
+
+// SVG is left to TestSVGConcurrentRendersAgree, which renders it several times anyway.
+func TestRenderIsDeterministic(t *testing.T) {
+	for _, format := range []string{"mermaid", "dot"} {
+		a, err := Render(format)
+		require.NoError(t, err)
+		b, err := Render(format)
+		require.NoError(t, err)
+		assert.Equal(t, string(a), string(b), format)
+	}
+}
+
+func TestMermaidHasEveryRowAsAnEdge(t *testing.T) {
+	lines := strings.Split(Mermaid(), "\n")
+	var edges []string
+	for _, l := range lines {
+		if strings.Contains(l, " --> ") {
+			edges = append(edges, strings.TrimSpace(l))
+		}
+	}
+	require.Len(t, edges, len(fsm.Table)+2, "one edge per row plus [*] --> Listing and Stopped --> [*]")
+	assert.Equal(t, "[*] --> Listing", edges[0])
+	assert.Equal(t, "Stopped --> [*]", edges[len(edges)-1])
+	for i, row := range fsm.Table {
+		want := fmt.Sprintf("%s --> %s : %s", row.From, row.To, mermaidText(row.Cause.Label()))
+		assert.Equal(t, want, edges[i+1], "row %d (%s)", i, row.Cause)
+	}
+}
+
+func TestMermaidDeclaresEveryState(t *testing.T) {
+	lines := strings.Split(Mermaid(), "\n")
+	for _, s := range fsm.States() {
+		assert.Contains(t, lines, "    "+s.String())
+	}
+	assert.Equal(t, "stateDiagram-v2", lines[0])
+}
+
+// Mermaid's state-diagram lexer ends a label at ':' or ';' and reads quotes and angle brackets
+// as syntax; an unescaped one makes GitHub show a parse error instead of the diagram.
+func TestMermaidLabelsHoldNoSyntax(t *testing.T) {
+	for _, l := range strings.Split(Mermaid(), "\n") {
+		_, label, ok := strings.Cut(l, " --> ")
+		if !ok {
+			continue
+		}
+		_, label, _ = strings.Cut(label, " : ")
+		label = mermaidEntity.ReplaceAllString(label, "")
+		assert.NotContainsf(t, label, ":", "line %q", l)
+		assert.NotContainsf(t, label, ";", "line %q", l)
+		assert.NotContainsf(t, label, `"`, "line %q", l)
+		assert.NotContainsf(t, label, "<", "line %q", l)
+	}
+	assert.Equal(t, "start#58; LIST RV=0", mermaidText("start: LIST RV=0"))
+	assert.Equal(t, "RV=#34;#34; #35;58#59;", mermaidText(`RV="" #58;`))
+}
+
+var mermaidEntity = regexp.MustCompile(`#[0-9]+;`)
+
+func TestDOTHasEveryRowAsAnEdge(t *testing.T) {
+	edges := map[string]string{} // "From -> To" → its label
+	for _, l := range strings.Split(DOT(), "\n") {
+		l = strings.TrimSpace(l)
+		head, label, ok := strings.Cut(l, " [label=")
+		if ok && strings.Contains(head, " -> ") {
+			edges[head] = label
+		}
+	}
+	for _, row := range fsm.Table {
+		head := fmt.Sprintf("%s -> %s", row.From, row.To)
+		require.Contains(t, edges, head, "row %s --%s-->", row.From, row.Cause)
+		assert.Contains(t, edges[head], dotCell(html.EscapeString(row.Cause.Label())),
+			"edge %s lacks the label of %s", head, row.Cause)
+	}
+	assert.Contains(t, DOT(), "\tinit -> "+initialState.String()+"\n", "no start arrow")
+}
+
+func TestDOTLabelsAreHumanNotIDs(t *testing.T) {
+	d := DOT()
+	for _, c := range fsm.Causes() {
+		if c.String() == c.Label() {
+			continue // "stop" reads the same either way
+		}
+		assert.NotContains(t, d, dotCell(c.String()), "cause %s still shown by its id", c)
+	}
+	assert.Contains(t, d, "429 / Retry-After")
+	assert.Contains(t, d, "InternalError within window")
+}
+
+func TestDOTDeclaresEveryState(t *testing.T) {
+	d := DOT()
+	for _, s := range fsm.States() {
+		assert.Contains(t, d, fmt.Sprintf("\t%s [label=%q", s, s.String()))
+	}
+}
+
+func TestSVGDrawsStatesAndLabels(t *testing.T) {
+	svg, err := renderSVG()
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(svg), "<?xml"), "not an SVG document")
+	// Graphviz escapes more than html.EscapeString does ('-' becomes &#45;), so compare the
+	// unescaped text rather than the markup.
+	drawn := map[string]bool{}
+	for _, m := range svgText.FindAllStringSubmatch(string(svg), -1) {
+		drawn[html.UnescapeString(m[1])] = true
+	}
+	for _, st := range fsm.States() {
+		assert.True(t, drawn[st.String()], "state %s not drawn", st)
+	}
+	for _, row := range fsm.Table {
+		assert.True(t, drawn[row.Cause.Label()], "label %q of %s not drawn", row.Cause.Label(), row.Cause)
+	}
+}
+
+var svgText = regexp.MustCompile(`<text[^>]*>([^<]*)</text>`)
+
+// go-graphviz parses through a package-global wasm module; renders from several goroutines
+// (a CLI serving several formats, parallel tests) must not corrupt each other.
+func TestSVGConcurrentRendersAgree(t *testing.T) {
+	want, err := renderSVG()
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	got := make([][]byte, 2)
+	errs := make([]error, 2)
+	for i := range got {
+		wg.Go(func() { got[i], errs[i] = SVG(context.Background()) })
+	}
+	wg.Wait()
+	for i := range got {
+		require.NoError(t, errs[i])
+		assert.True(t, string(want) == string(got[i]), "render %d differs", i)
+	}
+}
+
+func TestRenderRejectsUnknownFormat(t *testing.T) {
+	_, err := Render("png")
+	assert.ErrorContains(t, err, `unknown format "png"`)
+	_, err = FileExt("png")
+	assert.Error(t, err)
+}
