@@ -68,6 +68,8 @@ func transcriptConfig(mod func(*transitions.Config)) transitions.Config {
 	return cfg
 }
 
+func transcriptMachine() *transitions.Machine { return transitions.MustNew(transcriptConfig(nil)) }
+
 func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 	cfg := transcriptConfig(nil)
 	for _, a := range args {

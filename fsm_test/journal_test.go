@@ -1,0 +1,96 @@
+package fsm_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/rewatch/rewatch/journal"
+)
+
+func writeJournal(t require.TestingT, r run) *bytes.Buffer {
+	var buf bytes.Buffer
+	w, err := journal.NewWriter(&buf, journal.Header{Resource: "v1/configmaps", Started: t0, Config: journal.RecordConfig(r.m.Config())})
+	require.NoError(t, err)
+	for _, st := range r.steps {
+		require.NoError(t, w.Write(st.gen.event, st.before.State, st.after.State, st.cause, st.commands))
+	}
+	require.NoError(t, w.Close())
+	return &buf
+}
+
+// DESIGN.md "Replay": a journal replays to the identical states and commands, and --check
+// finds nothing to report.
+func TestPropertyJournalReplaysIdentically(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		buf := writeJournal(t, r)
+		i := 0
+		final, err := journal.Replay(buf, journal.ReplayOptions{Check: true, OnStep: func(st journal.Step) {
+			want := r.steps[i]
+			require.Equal(t, want.after.State, st.To)
+			require.Equal(t, want.cause, st.Cause)
+			i++
+		}})
+		require.NoError(t, err)
+		require.Equal(t, len(r.steps), i)
+		last := r.steps[len(r.steps)-1].after
+		require.Equal(t, last.State, final.State)
+		require.Equal(t, last.LastRV, final.LastRV)
+		require.Equal(t, last.Attempt, final.Attempt)
+	})
+}
+
+func TestJournalCheckReportsTheFirstDivergence(t *testing.T) {
+	r := scriptedRun(t, "start", "list-page rv=100", "watch-open-failed code=429", "+800ms timer-fired")
+	text := writeJournal(t, r).String()
+	tampered := strings.Replace(text, `"delay":800000000`, `"delay":900000000`, 1)
+	require.NotEqual(t, text, tampered)
+	_, err := journal.Replay(strings.NewReader(tampered), journal.ReplayOptions{Check: true})
+	var d *journal.Divergence
+	require.True(t, errors.As(err, &d), "got %v", err)
+	require.Equal(t, 4, d.Line)
+	require.Equal(t, "commands", d.Field)
+	require.Contains(t, d.Error(), "watch-open-failed")
+}
+
+func TestJournalRejectsBadInput(t *testing.T) {
+	good := writeJournal(t, scriptedRun(t, "start", "list-page rv=100")).String()
+	lines := strings.SplitAfter(good, "\n")
+	for name, tc := range map[string]struct{ text, want string }{
+		"empty":          {"", "empty file"},
+		"not json":       {"<html>oops</html>\n", "line 1"},
+		"wrong format":   {strings.Replace(lines[0], journal.Format, "other/v9", 1), `format "other/v9"`},
+		"truncated line": {lines[0] + lines[1][:20] + "\n", "line 2"},
+		"unknown field":  {lines[0] + `{"seq":1,"event":{"kind":"start","now":"2026-01-01T00:00:00Z"},"from":"Listing","to":"Listing","bogus":1}` + "\n", "line 2"},
+		"unknown kind":   {lines[0] + `{"seq":1,"event":{"kind":"explode","now":"2026-01-01T00:00:00Z"},"from":"Listing","to":"Listing"}` + "\n", "unknown event kind"},
+		"no kind":        {lines[0] + `{"seq":1,"event":{"now":"2026-01-01T00:00:00Z"},"from":"Listing","to":"Listing"}` + "\n", "without an event kind"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := journal.Replay(strings.NewReader(tc.text), journal.ReplayOptions{Check: true})
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// scriptedRun plays transcript lines and keeps the steps for journaling.
+func scriptedRun(t *testing.T, lines ...string) run {
+	t.Helper()
+	sr := newScriptRunner(transcriptMachine())
+	var r run
+	r.m = sr.m
+	for _, l := range lines {
+		before := sr.s
+		_, err := sr.runLine(l)
+		require.NoError(t, err)
+		st := sr.log[len(sr.log)-1]
+		r.steps = append(r.steps, runStep{gen: generated{event: st.event}, before: before, after: sr.s, cause: st.cause, commands: st.commands})
+		r.events = append(r.events, st.event)
+	}
+	return r
+}
+

@@ -1,0 +1,97 @@
+package journal
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/rewatch/rewatch/backoff"
+	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
+)
+
+// Format names this journal format in every header.
+const Format = "rewatch-journal/v1"
+
+// Header is the first line: what is needed to rebuild the very same machine.
+type Header struct {
+	Format string `json:"format"`
+	// Resource describes what was watched, for humans (e.g. "v1/configmaps in default").
+	Resource string       `json:"resource,omitempty"`
+	Started  time.Time    `json:"started"`
+	Config   ConfigRecord `json:"config"`
+	// FullCapture says whether records carry whole objects.
+	FullCapture bool `json:"fullCapture,omitempty"`
+}
+
+// ConfigRecord is transitions.Config in a serialisable form. A backoff policy other than
+// backoff.Backoff is recorded by its Go type name only; replaying needs it passed back in.
+type ConfigRecord struct {
+	Backoff                *backoff.Backoff `json:"backoff,omitempty"`
+	BackoffPolicy          string           `json:"backoffPolicy,omitempty"`
+	BackoffResetAfter      time.Duration    `json:"backoffResetAfter"`
+	InternalErrorWindow    time.Duration    `json:"internalErrorWindow"`
+	InternalErrorStreakGap time.Duration    `json:"internalErrorStreakGap"`
+	RetryAfterCap          time.Duration    `json:"retryAfterCap"`
+	PageSize               int64            `json:"pageSize"`
+	QuickWatch             time.Duration    `json:"quickWatch"`
+	QuickEndsBeforeBackoff int              `json:"quickEndsBeforeBackoff"`
+	WatchTimeoutMin        time.Duration    `json:"watchTimeoutMin"`
+	WatchTimeoutMax        time.Duration    `json:"watchTimeoutMax"`
+	WatchList              bool             `json:"watchList,omitempty"`
+	Seed                   uint64           `json:"seed"`
+}
+
+// RecordConfig captures a machine's effective configuration.
+func RecordConfig(c transitions.Config) ConfigRecord {
+	r := ConfigRecord{
+		BackoffResetAfter: c.BackoffResetAfter, InternalErrorWindow: c.InternalErrorWindow,
+		InternalErrorStreakGap: c.InternalErrorStreakGap, RetryAfterCap: c.RetryAfterCap,
+		PageSize: c.PageSize, QuickWatch: c.QuickWatch, QuickEndsBeforeBackoff: c.QuickEndsBeforeBackoff,
+		WatchTimeoutMin: c.WatchTimeoutMin, WatchTimeoutMax: c.WatchTimeoutMax, WatchList: c.WatchList, Seed: c.Seed,
+	}
+	switch b := c.Backoff.(type) {
+	case backoff.Backoff:
+		r.Backoff = &b
+	case *backoff.Backoff:
+		cp := *b
+		r.Backoff = &cp
+	default:
+		r.BackoffPolicy = fmt.Sprintf("%T", c.Backoff)
+	}
+	return r
+}
+
+// Config rebuilds the configuration. policy replaces a backoff that was not recorded by value.
+func (r ConfigRecord) Config(policy backoff.Policy) (transitions.Config, error) {
+	c := transitions.Config{
+		BackoffResetAfter: r.BackoffResetAfter, InternalErrorWindow: r.InternalErrorWindow,
+		InternalErrorStreakGap: r.InternalErrorStreakGap, RetryAfterCap: r.RetryAfterCap,
+		PageSize: r.PageSize, QuickWatch: r.QuickWatch, QuickEndsBeforeBackoff: r.QuickEndsBeforeBackoff,
+		WatchTimeoutMin: r.WatchTimeoutMin, WatchTimeoutMax: r.WatchTimeoutMax, WatchList: r.WatchList, Seed: r.Seed,
+	}
+	switch {
+	case policy != nil:
+		c.Backoff = policy
+	case r.Backoff != nil:
+		c.Backoff = *r.Backoff
+	default:
+		return c, fmt.Errorf("journal: recorded with backoff policy %s, which cannot be replayed unless it is passed in", r.BackoffPolicy)
+	}
+	return c, nil
+}
+
+// Record is one event and what it did.
+type Record struct {
+	Seq   uint64    `json:"seq"`
+	Event fsm.Event `json:"event"`
+	// Ignored is true when the event belonged to no current request or timer.
+	Ignored  bool          `json:"ignored,omitempty"`
+	From     fsm.State     `json:"from"`
+	To       fsm.State     `json:"to"`
+	Cause    fsm.Cause     `json:"cause,omitempty"`
+	Commands []fsm.Command `json:"commands,omitempty"`
+	// Object and Items hold whole objects under full capture only.
+	Object json.RawMessage   `json:"object,omitempty"`
+	Items  []json.RawMessage `json:"itemsCaptured,omitempty"`
+}
