@@ -93,4 +93,3 @@ func scriptedRun(t *testing.T, lines ...string) run {
 	}
 	return r
 }
-
