@@ -15,6 +15,13 @@ fresh() {
 	[[ -x "$bin/$1" && "$bin/$1" -nt "$tools/go.sum" ]]
 }
 
+# go test runs packages in parallel, and more than one may ask for the
+# build; the lock makes the later ones wait and then find fresh binaries.
+if command -v flock >/dev/null; then
+	exec 9>"$bin/.build.lock"
+	flock 9
+fi
+
 if fresh kube-apiserver && fresh etcd && [[ "${1:-}" != "-f" ]]; then
 	echo "build-apiserver: up to date in $bin"
 	exit 0
