@@ -9,6 +9,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -124,7 +126,7 @@ func (p *Proxy) Requests() []Record {
 	out := make([]Record, len(p.records))
 	for i, r := range p.records {
 		out[i] = *r
-		out[i].Query = r.Query
+		out[i].Query = url.Values(maps.Clone(r.Query))
 	}
 	return out
 }
@@ -247,6 +249,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.update(func() { rec.Status = resp.StatusCode })
 
 	if rec.Kind == Watch && resp.StatusCode == http.StatusOK {
+		if !isJSON(resp.Header.Get("Content-Type")) {
+			// Frame boundaries are unknown (protobuf, say): relay the bytes
+			// untouched rather than cut the stream at an arbitrary point.
+			if f.act != actPass && f.act != actDelay {
+				p.update(func() { rec.Fault += " (skipped: not a JSON stream; see Config.ForceJSON)" })
+			}
+			relayBody(w, resp, Fault{})
+			return
+		}
 		p.relayWatch(ctx, w, resp, rec, f)
 		return
 	}
@@ -320,6 +331,11 @@ func relayBody(w http.ResponseWriter, resp *http.Response, f Fault) {
 			return
 		}
 	}
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 func flush(w http.ResponseWriter) {

@@ -358,6 +358,27 @@ func TestDelay(t *testing.T) {
 	assert.Equal(t, 200, resp.StatusCode)
 }
 
+func TestNonJSONWatchIsRelayedUntouched(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
+		_, _ = w.Write([]byte{0, 0, 0, 3, 'a', 'b', 'c'})
+	}))
+	t.Cleanup(up.Close)
+	tr := &http.Transport{}
+	p, err := New(Config{Upstream: up.URL, Transport: tr})
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close(); tr.CloseIdleConnections() })
+	p.AddRule(Rule{Kind: Watch, Fault: WatchError(InternalError())})
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(p.URL() + "/api/v1/pods?watch=1")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, []byte{0, 0, 0, 3, 'a', 'b', 'c'}, body)
+	assert.Contains(t, p.Requests()[0].Fault, "skipped")
+}
+
 func TestForceJSONRewritesAccept(t *testing.T) {
 	u := newUpstream(t, 0)
 	p, c := newProxy(t, u, true)
