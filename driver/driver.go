@@ -1,0 +1,246 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rewatch/rewatch/clockx"
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// eventBuffer decouples the stream reader from the store: a burst of frames is decoded while
+// the loop applies earlier ones.
+const eventBuffer = 1024
+
+// Run runs the reflector until ctx is done. It returns nil after a stop through ctx, or the
+// first error the store reported (the reflector stops then: a store that refuses objects
+// cannot be kept in sync).
+func Run(ctx context.Context, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	d := &driver{cfg: cfg, events: make(chan fsm.Event, eventBuffer), base: ctx}
+	d.s = cfg.Machine.Initial()
+	return d.loop(ctx)
+}
+
+type driver struct {
+	cfg    Config
+	s      fsm.Snapshot
+	out    []fsm.Command
+	events chan fsm.Event
+	base   context.Context
+
+	// The request in flight: its id, and how to abort it.
+	reqID     uint64
+	reqCancel context.CancelFunc
+	wg        sync.WaitGroup
+
+	// The armed timer.
+	timer   clockx.Timer
+	timerC  <-chan time.Time
+	timerID uint64
+
+	staged  []any
+	stopped bool
+	err     error
+}
+
+func (d *driver) loop(ctx context.Context) error {
+	defer d.wg.Wait()
+	defer d.abortRequest()
+	d.handle(fsm.Event{Kind: fsm.EvStart})
+	for !d.stopped {
+		select {
+		case <-ctx.Done():
+			d.handle(fsm.Event{Kind: fsm.EvStop})
+		case e := <-d.events:
+			d.handle(e)
+		case <-d.timerC:
+			d.timerC = nil
+			d.handle(fsm.Event{Kind: fsm.EvTimerFired, Timer: d.timerID})
+		}
+	}
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	return d.err
+}
+
+// handle feeds one event to the machine and performs the commands it returns.
+func (d *driver) handle(e fsm.Event) {
+	e.Now = d.cfg.Clock.Now()
+	m := d.cfg.Machine
+	from := d.s.State
+	cause := m.Classify(&d.s, &e)
+	if d.cfg.Checked {
+		var err error
+		if d.out, err = m.CheckedStep(&d.s, &e, d.out[:0]); err != nil {
+			d.fail(err)
+			return
+		}
+	} else {
+		d.out = m.Step(&d.s, &e, d.out[:0])
+	}
+	d.record(e, from, cause)
+	for i := range d.out {
+		if err := d.exec(&d.out[i]); err != nil {
+			d.fail(err)
+			break
+		}
+	}
+	clear(d.out) // drop references to objects now in the store
+}
+
+// fail stops the reflector because of an error that is not the server's: a store that refuses
+// an object, a journal that cannot be written, a transition the table forbids.
+func (d *driver) fail(err error) {
+	if d.err == nil {
+		d.err = err
+		d.cfg.Logger.Error("reflector stopping", "resource", d.cfg.Resource.String(), "err", err)
+	}
+	if !d.stopped && d.s.State != fsm.Stopped {
+		d.handle(fsm.Event{Kind: fsm.EvStop})
+	}
+	d.stopped = true
+}
+
+func (d *driver) record(e fsm.Event, from fsm.State, cause fsm.Cause) {
+	if j := d.cfg.Journal; j != nil {
+		if err := j.Write(e, from, d.s.State, cause, d.out); err != nil && d.err == nil {
+			d.err = fmt.Errorf("journal: %w", err)
+			defer d.fail(d.err)
+		}
+	}
+	if o := d.cfg.Observer; o != nil {
+		o.Observe(Transition{Event: e, From: from, To: d.s.State, Cause: cause, Snapshot: d.s, Commands: d.out})
+	}
+	if e.Kind == fsm.EvWatchEvent && cause == fsm.CauseWatchEvent {
+		return // the hot path logs nothing
+	}
+	log := d.cfg.Logger
+	level := slog.LevelDebug
+	if e.Failure != nil {
+		level = slog.LevelInfo
+	}
+	if !log.Enabled(d.base, level) {
+		return
+	}
+	attrs := []any{"resource", d.cfg.Resource.String(), "event", e.Kind.String(), "from", from.String(), "to", d.s.State.String(), "cause", cause.String(), "rv", d.s.LastRV}
+	if e.Failure != nil {
+		attrs = append(attrs, "failure", e.Failure.String(), "message", e.Failure.Message)
+	}
+	for i := range d.out {
+		if d.out[i].Kind == fsm.CmdArmTimer {
+			attrs = append(attrs, "wait", d.out[i].Delay.String())
+		}
+	}
+	msg := "transition"
+	if cause == fsm.NoCause {
+		msg = "ignored stale event"
+	}
+	log.Log(d.base, level, msg, attrs...)
+}
+
+func (d *driver) exec(c *fsm.Command) error {
+	switch c.Kind {
+	case fsm.CmdListPage:
+		d.startRequest(c, d.list)
+	case fsm.CmdOpenWatch:
+		d.startRequest(c, d.watch)
+	case fsm.CmdCancelRequest:
+		if c.Request == d.reqID {
+			d.abortRequest()
+		}
+	case fsm.CmdArmTimer:
+		if d.timer != nil {
+			d.timer.Stop()
+		}
+		d.timer = d.cfg.Clock.NewTimer(c.Delay)
+		d.timerC, d.timerID = d.timer.C(), c.Timer
+	case fsm.CmdCancelTimer:
+		if c.Timer == d.timerID && d.timer != nil {
+			d.timer.Stop()
+			d.timerC = nil
+		}
+	case fsm.CmdStage:
+		if c.Object != nil {
+			d.staged = append(d.staged, c.Object)
+		}
+		d.staged = append(d.staged, c.Items...)
+	case fsm.CmdDiscardStaged:
+		d.staged = nil
+	case fsm.CmdReplaceStore:
+		items := d.staged
+		d.staged = nil
+		if items == nil {
+			items = []any{}
+		}
+		if err := d.cfg.Store.Replace(items, c.ResourceVersion); err != nil {
+			return fmt.Errorf("store: replace %d objects at rv %s: %w", len(items), c.ResourceVersion, err)
+		}
+	case fsm.CmdApply:
+		if err := d.apply(c); err != nil {
+			return fmt.Errorf("store: %s %s: %w", strings.ToLower(c.Type.String()), c.Key, err)
+		}
+	case fsm.CmdStopped:
+		d.stopped = true
+		d.abortRequest()
+		if d.timer != nil {
+			d.timer.Stop()
+			d.timerC = nil
+		}
+	default:
+		return fmt.Errorf("driver: unknown command %v", c.Kind)
+	}
+	return nil
+}
+
+func (d *driver) apply(c *fsm.Command) error {
+	switch c.Type {
+	case fsm.Added:
+		return d.cfg.Store.Add(c.Object)
+	case fsm.Modified:
+		return d.cfg.Store.Update(c.Object)
+	case fsm.Deleted:
+		return d.cfg.Store.Delete(c.Object)
+	}
+	return errors.New("not an object event")
+}
+
+// startRequest runs fn for command c on its own goroutine, abortable through its context.
+func (d *driver) startRequest(c *fsm.Command, fn func(ctx context.Context, c fsm.Command)) {
+	d.abortRequest()
+	ctx, cancel := context.WithCancel(d.base)
+	d.reqID, d.reqCancel = c.Request, cancel
+	cmd := *c
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer cancel()
+		fn(ctx, cmd)
+	}()
+}
+
+func (d *driver) abortRequest() {
+	if d.reqCancel != nil {
+		d.reqCancel()
+		d.reqCancel = nil
+	}
+}
+
+// send hands an event to the loop unless the request has been aborted meanwhile.
+func (d *driver) send(ctx context.Context, e fsm.Event) bool {
+	select {
+	case d.events <- e:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,164 @@
+package driver_test
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rewatch/rewatch/clockx"
+	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/sim"
+	"github.com/rewatch/rewatch/transitions"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var configMaps = driver.Resource{Version: "v1", Resource: "configmaps"}
+
+// world is a simulated API server behind a fault proxy, with a reflector run on a mock clock.
+type world struct {
+	t      *testing.T
+	sim    *sim.Server
+	proxy  *faultproxy.Proxy
+	clock  *clockx.Mock
+	store  *driver.MemStore
+	cancel context.CancelFunc
+	done   chan error
+
+	mu          sync.Mutex
+	transitions []driver.Transition
+}
+
+func newWorld(t *testing.T, objects int) *world {
+	t.Helper()
+	s := sim.New(sim.Options{BookmarkInterval: time.Hour, TooLargeWait: 10 * time.Millisecond})
+	url, err := s.Start()
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	for i := range objects {
+		_, err := s.Create(sim.ConfigMaps, "default", "cm-"+strconv.Itoa(i), map[string]string{"i": strconv.Itoa(i)})
+		require.NoError(t, err)
+	}
+	p, err := faultproxy.New(faultproxy.Config{Upstream: url})
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return &world{t: t, sim: s, proxy: p, clock: clockx.NewMock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), store: driver.NewMemStore()}
+}
+
+// run starts the reflector; stop ends it and checks it returned nil.
+func (w *world) run(mod func(*driver.Config)) {
+	cfg := driver.Config{
+		Client:   &http.Client{},
+		Server:   w.proxy.URL(),
+		Resource: configMaps,
+		Store:    w.store,
+		Clock:    w.clock,
+		Machine:  transitions.MustNew(transitions.Config{Seed: 7}),
+		Checked:  true,
+		Observer: driver.ObserverFunc(func(tr driver.Transition) {
+			tr.Commands = append([]fsm.Command(nil), tr.Commands...)
+			w.mu.Lock()
+			w.transitions = append(w.transitions, tr)
+			w.mu.Unlock()
+		}),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel, w.done = cancel, make(chan error, 1)
+	go func() { w.done <- driver.Run(ctx, cfg) }()
+	w.t.Cleanup(func() { w.stop() })
+}
+
+func (w *world) stop() error {
+	if w.cancel == nil {
+		return nil
+	}
+	w.cancel()
+	w.cancel = nil
+	select {
+	case err := <-w.done:
+		return err
+	case <-time.After(10 * time.Second):
+		w.t.Fatal("reflector did not stop within 10s of real time")
+		return nil
+	}
+}
+
+// synced waits until the store holds exactly what the server holds.
+func (w *world) synced() {
+	w.t.Helper()
+	require.Eventually(w.t, func() bool {
+		return equalMaps(w.store.Versions(), w.sim.Snapshot(sim.ConfigMaps))
+	}, 10*time.Second, 2*time.Millisecond, "store never matched the server")
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// waitState waits until the machine has reached state.
+func (w *world) waitState(state fsm.State) driver.Transition {
+	w.t.Helper()
+	var last driver.Transition
+	require.Eventually(w.t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if len(w.transitions) == 0 {
+			return false
+		}
+		last = w.transitions[len(w.transitions)-1]
+		return last.To == state
+	}, 10*time.Second, 2*time.Millisecond, "never reached %s", state)
+	return last
+}
+
+// waitTimer waits until the reflector has armed its backoff timer and returns its delay.
+func (w *world) waitTimer() time.Duration {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(w.t, w.clock.WaitForTimers(ctx, 1))
+	d := w.clock.ArmedDurations()
+	require.Len(w.t, d, 1)
+	return d[0]
+}
+
+func (w *world) causes() []fsm.Cause {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []fsm.Cause
+	for _, t := range w.transitions {
+		if t.Cause != fsm.NoCause && t.Cause != fsm.CauseWatchEvent && t.Cause != fsm.CauseWatchOpened {
+			out = append(out, t.Cause)
+		}
+	}
+	return out
+}
+
+func (w *world) watchRVs() []string {
+	var out []string
+	for _, r := range w.proxy.Requests() {
+		if r.Kind == faultproxy.Watch {
+			out = append(out, r.Query.Get("resourceVersion"))
+		}
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package driver_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewatch/rewatch/clockx"
+	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
+)
+
+const oneItemList = `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"default","resourceVersion":"9"}}]}`
+
+// scripted serves a LIST that works and answers the n-th WATCH with watches[n] (the last one
+// repeats), so each test scripts exactly the bytes a hostile server sends.
+type scripted struct {
+	lists, watches atomic.Int32
+	list           func(w http.ResponseWriter)
+	watch          []func(w http.ResponseWriter)
+}
+
+func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("watch") == "" {
+		n := s.lists.Add(1)
+		if s.list != nil && n == 1 {
+			s.list(w)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, oneItemList)
+		return
+	}
+	n := int(s.watches.Add(1)) - 1
+	s.watch[min(n, len(s.watch)-1)](w)
+}
+
+func frames(lines ...string) func(w http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+func hang(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	time.Sleep(50 * time.Millisecond) // the reflector is stopped by then; the handler only lingers
+}
+
+type hostileRun struct {
+	clock *clockx.Mock
+	seen  chan driver.Transition
+	stop  func()
+}
+
+func runAgainst(t *testing.T, h http.Handler, mod func(*driver.Config)) *hostileRun {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	r := &hostileRun{clock: clockx.NewMock(time.Unix(0, 0)), seen: make(chan driver.Transition, 1000)}
+	cfg := driver.Config{
+		Client: &http.Client{}, Server: srv.URL, Resource: configMaps, Clock: r.clock, Checked: true,
+		Machine:  transitions.MustNew(transitions.Config{}),
+		Observer: driver.ObserverFunc(func(tr driver.Transition) { tr.Commands = append([]fsm.Command(nil), tr.Commands...); r.seen <- tr }),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- driver.Run(ctx, cfg) }()
+	r.stop = func() {
+		cancel()
+		require.NoError(t, <-done)
+	}
+	t.Cleanup(func() {
+		if ctx.Err() == nil {
+			r.stop()
+		}
+	})
+	return r
+}
+
+// waitCause returns the first transition with cause c, failing after 10 s of real time.
+func (r *hostileRun) waitCause(t *testing.T, c fsm.Cause) driver.Transition {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case tr := <-r.seen:
+			if tr.Cause == c {
+				return tr
+			}
+		case <-deadline:
+			t.Fatalf("no %s transition within 10s", c)
+		}
+	}
+}
+
+func armed(tr driver.Transition) time.Duration {
+	for _, c := range tr.Commands {
+		if c.Kind == fsm.CmdArmTimer {
+			return c.Delay
+		}
+	}
+	return -1
+}
+
+// SEMANTICS.md InternalError row, "(also a mid-stream decode failure)": bytes that are not a
+// frame, an ERROR event without a Status, an unknown event type and an oversized frame each end
+// the stream as an InternalError: re-watch with backoff inside the window, never a panic or stall.
+func TestHostileWatchFrames(t *testing.T) {
+	huge := `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"big","namespace":"default","resourceVersion":"11"},"data":{"x":"` + strings.Repeat("x", 64<<10) + `"}}}`
+	for name, watch := range map[string]func(http.ResponseWriter){
+		"invalid JSON":           frames(`{"type":"ADDED","object":{nope}}`),
+		"HTML in the stream":     frames(`<html><body>502 Bad Gateway</body></html>`),
+		"ERROR with a ConfigMap": frames(`{"type":"ERROR","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x"}}}`),
+		"unknown event type":     frames(`{"type":"EXPLODED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x","resourceVersion":"11"}}}`),
+		"object without kind":    frames(`{"type":"ADDED","object":{"metadata":{"name":"x"}}}`),
+		"oversized frame":        frames(huge),
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runAgainst(t, &scripted{watch: []func(http.ResponseWriter){watch, hang}}, func(c *driver.Config) { c.MaxFrameBytes = 16 << 10 })
+			tr := r.waitCause(t, fsm.CauseInternalErrorInWindow)
+			require.NotNil(t, tr.Event.Failure)
+			require.NotEmpty(t, tr.Event.Failure.Message, "the log line must say what was wrong")
+			require.Positive(t, armed(tr))
+		})
+	}
+}
+
+func TestHostileRetryAfter(t *testing.T) {
+	for name, tc := range map[string]struct {
+		header string
+		want   func(d time.Duration) bool
+	}{
+		"a day is capped at 5 minutes": {"86400", func(d time.Duration) bool { return d == 5*time.Minute }},
+		"negative is absent":           {"-5", func(d time.Duration) bool { return d >= 800*time.Millisecond && d < 1600*time.Millisecond }},
+		"overflowing is absent":        {"99999999999999999999", func(d time.Duration) bool { return d < 1600*time.Millisecond }},
+		"garbage is absent":            {"soon", func(d time.Duration) bool { return d < 1600*time.Millisecond }},
+		"zero backs off anyway":        {"0", func(d time.Duration) bool { return d >= 800*time.Millisecond }},
+		"an HTTP-date is honoured": {time.Unix(0, 0).Add(42 * time.Second).UTC().Format(http.TimeFormat),
+			func(d time.Duration) bool { return d == 42*time.Second }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tooMany := func(w http.ResponseWriter) {
+				w.Header().Set("Retry-After", tc.header)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}`)
+			}
+			r := runAgainst(t, &scripted{watch: []func(http.ResponseWriter){tooMany, hang}}, nil)
+			tr := r.waitCause(t, fsm.CauseTooManyRequests)
+			require.True(t, tc.want(armed(tr)), "waited %v for Retry-After %q", armed(tr), tc.header)
+		})
+	}
+}
+
+func TestHostileListBodies(t *testing.T) {
+	for name, list := range map[string]func(http.ResponseWriter){
+		"HTML error page": func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadGateway)
+			fmt.Fprint(w, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+		},
+		"200 with garbage": func(w http.ResponseWriter) { fmt.Fprint(w, "this is not JSON") },
+		"Status of an unknown reason": func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(499)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NeverHeardOfIt","code":499}`)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runAgainst(t, &scripted{list: list, watch: []func(http.ResponseWriter){hang}}, nil)
+			tr := r.waitCause(t, fsm.CauseListFailed)
+			require.NotEmpty(t, tr.Event.Failure.Message)
+			require.Positive(t, armed(tr))
+			require.NoError(t, r.clock.WaitForTimers(context.Background(), 1))
+			r.clock.Add(armed(tr))
+			r.waitCause(t, fsm.CauseListComplete)
+		})
+	}
+}
