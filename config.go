@@ -1,0 +1,58 @@
+package rewatch
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/rewatch/rewatch/backoff"
+	"github.com/rewatch/rewatch/clockx"
+	"github.com/rewatch/rewatch/driver"
+)
+
+// Resource says what to list and watch.
+type Resource = driver.Resource
+
+// Store is what the reflector keeps in sync; client-go's cache.Store satisfies it.
+type Store = driver.Store
+
+// Config configures a Reflector. Client, Server and Resource are required (FromRESTConfig
+// fills the first two); every other field has a default.
+type Config struct {
+	Client   *http.Client
+	Server   string
+	Resource Resource
+
+	// Store defaults to a driver.MemStore.
+	Store Store
+	// Decoder defaults to unstructured objects; driver.Typed(scheme) gives typed ones.
+	Decoder driver.Decoder
+
+	// Backoff is the wait policy without Retry-After; default client-go's reflector backoff.
+	Backoff           backoff.Policy
+	BackoffResetAfter time.Duration
+	// InternalErrorWindow bounds re-watching on InternalErrors before a relist (default 30 s).
+	InternalErrorWindow time.Duration
+	// RetryAfterCap caps a server's Retry-After (default 5 min).
+	RetryAfterCap time.Duration
+	// PageSize is the LIST limit (default 500; negative: unpaginated).
+	PageSize int64
+	// WatchList streams the initial state (sendInitialEvents) with fallback to LIST.
+	WatchList bool
+	// Seed makes jitter reproducible; 0 draws one at New.
+	Seed uint64
+
+	Clock  clockx.Clock
+	Logger *slog.Logger
+	// Journal, when set, receives the event journal as JSON lines (docs/journal.md).
+	Journal io.Writer
+	// JournalFullCapture records whole objects in the journal, not only their keys.
+	JournalFullCapture bool
+	// OnTransition sees every event the machine takes, on the reflector's goroutine.
+	OnTransition func(driver.Transition)
+	// Metrics receives counters and durations (see the metrics package for Prometheus).
+	Metrics Metrics
+	// Checked validates every transition against the stateless machine built from the table.
+	Checked bool
+}
