@@ -21,8 +21,8 @@ import (
 )
 
 // LimitedUser is the user behind Server.LimitedToken: not in
-// system:masters (so max-inflight limits apply to it) and bound to the
-// built-in "view" ClusterRole.
+// system:masters (so max-inflight limits apply to it), allowed to get, list
+// and watch everything and to write nothing.
 const LimitedUser = "rewatch-limited"
 
 // Options configures Start.
