@@ -278,6 +278,10 @@ func (p *Proxy) outgoing(ctx context.Context, r *http.Request) *http.Request {
 	for _, h := range hopHeaders {
 		out.Header.Del(h)
 	}
+	// Frame-level injection needs plain JSON: the API server gzips watch streams for a client
+	// that accepts it. Without the header, the upstream transport negotiates and decompresses
+	// compression itself, and the client gets the stream uncompressed.
+	out.Header.Del("Accept-Encoding")
 	if p.forceJSON && r.Method == http.MethodGet {
 		out.Header.Set("Accept", "application/json")
 	}
