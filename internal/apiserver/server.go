@@ -142,6 +142,9 @@ func (s *Server) start(ctx context.Context) error {
 		// The default reconciler writes this host's address into the
 		// kubernetes Service endpoints and fails on loopback.
 		"--endpoint-reconciler-type=none",
+		// Without it, an open watch holds a graceful shutdown (Stop,
+		// RestartAPIServer) for the HTTP server's full 60 s timeout.
+		"--shutdown-watch-termination-grace-period=1s",
 		"--v=0",
 	}
 	if n := s.opts.MaxRequestsInflight; n > 0 {
@@ -285,6 +288,11 @@ func (s *Server) Stop() {
 		s.stopped = true
 		api, etcd := s.api, s.etcd
 		s.mu.Unlock()
+		if etcd != nil {
+			// A paused etcd would stall the API server's shutdown (it
+			// removes its lease) until the kill.
+			_ = etcd.signal(syscall.SIGCONT)
+		}
 		if api != nil {
 			api.stop(10 * time.Second)
 		}
