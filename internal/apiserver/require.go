@@ -17,10 +17,7 @@ func RequireServer(t testing.TB, opts Options) *Server {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	fail := t.Skipf
-	if os.Getenv("CI") == "true" {
-		fail = t.Fatalf
-	}
+	fail := unavailable(t, os.Getenv("CI") == "true")
 	if err := EnsureBuilt(ctx); err != nil {
 		fail("real kube-apiserver unavailable: %v", err)
 	}
@@ -30,4 +27,12 @@ func RequireServer(t testing.TB, opts Options) *Server {
 	}
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// unavailable is how a test reacts to a server it cannot have.
+func unavailable(t testing.TB, ci bool) func(format string, args ...any) {
+	if ci {
+		return t.Fatalf
+	}
+	return t.Skipf
 }

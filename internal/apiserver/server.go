@@ -306,9 +306,10 @@ func (s *Server) Stop() {
 	})
 }
 
-// PauseEtcd freezes etcd with SIGSTOP: the API server's requests to it
-// hang and end in real timeouts and InternalErrors. Requests the watch
-// cache can answer keep working.
+// PauseEtcd freezes etcd with SIGSTOP: requests that need etcd (writes,
+// consistent LISTs) hang until their timeout and then fail with a real 504
+// (reason Timeout; measured with ?timeout=2s, the default is 60 s). Requests
+// the watch cache answers (resourceVersion=0, watches) keep working.
 func (s *Server) PauseEtcd() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

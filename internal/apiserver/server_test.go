@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -212,4 +213,38 @@ func TestRestartAndStopLeaveNoProcess(t *testing.T) {
 // gone reports whether pid no longer exists (it was reaped by Stop).
 func gone(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// With etcd frozen, requests that need it fail with real server errors
+// once their timeout runs out; requests the watch cache serves still work.
+func TestPausedEtcdGivesServerErrors(t *testing.T) {
+	s := RequireServer(t, Options{})
+	hc, err := s.HTTPClient()
+	require.NoError(t, err)
+	base := s.URL() + "/api/v1/namespaces/default/configmaps"
+	do := func(method, url, body string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	require.NoError(t, s.PauseEtcd())
+	defer func() { assert.NoError(t, s.ResumeEtcd()) }()
+
+	began := time.Now()
+	code, body := do(http.MethodGet, base+"?timeout=2s", "")
+	t.Logf("consistent LIST with etcd paused: %d after %s: %s", code, time.Since(began).Round(time.Millisecond), body)
+	assert.GreaterOrEqual(t, code, 500)
+
+	began = time.Now()
+	code, body = do(http.MethodPost, base+"?timeout=2s", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p"}}`)
+	t.Logf("create with etcd paused: %d after %s: %s", code, time.Since(began).Round(time.Millisecond), body)
+	assert.GreaterOrEqual(t, code, 500)
+
+	code, _ = do(http.MethodGet, base+"?resourceVersion=0", "")
+	assert.Equal(t, http.StatusOK, code, "LIST at resourceVersion=0 comes from the watch cache")
 }
