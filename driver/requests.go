@@ -82,7 +82,14 @@ func (d *driver) watch(ctx context.Context, c fsm.Command) {
 	if !d.send(ctx, fsm.Event{Kind: fsm.EvWatchOpened, Request: c.Request}) {
 		return
 	}
-	lim := &frameLimiter{r: resp.Body, max: d.cfg.MaxFrameBytes}
+	d.decodeStream(ctx, resp.Body, c.Request, func(e fsm.Event) bool { return d.send(ctx, e) })
+}
+
+// decodeStream turns the frames of a watch body into events for emit until the stream ends,
+// emit refuses, or ctx is done. The last event it emits is the one that ended the stream
+// (EvWatchEnded or EvWatchError), unless ctx ended it.
+func (d *driver) decodeStream(ctx context.Context, body io.ReadCloser, request uint64, emit func(fsm.Event) bool) {
+	lim := &frameLimiter{r: body, max: d.cfg.MaxFrameBytes}
 	dec := streaming.NewDecoder(framer.NewJSONFramedReader(lim), watchEventDecoder{})
 	defer dec.Close()
 	for {
@@ -97,11 +104,11 @@ func (d *driver) watch(ctx context.Context, c fsm.Command) {
 			if !errors.Is(err, io.EOF) {
 				f = transportFailure(asDecodeError(err))
 			}
-			d.send(ctx, fsm.Event{Kind: fsm.EvWatchEnded, Request: c.Request, Failure: f})
+			emit(fsm.Event{Kind: fsm.EvWatchEnded, Request: request, Failure: f})
 			return
 		}
-		e, ok := d.frameEvent(&we, c.Request)
-		if !d.send(ctx, e) || !ok {
+		e, ok := d.frameEvent(&we, request)
+		if !emit(e) || !ok {
 			return
 		}
 	}
@@ -144,6 +151,9 @@ func (d *driver) frameEvent(we *metav1.WatchEvent, request uint64) (fsm.Event, b
 	if e.Type == fsm.Bookmark {
 		e.InitialEventsEnd = m.GetAnnotations()[initialEventsEnd] == "true"
 		return e, true
+	}
+	if m.GetName() == "" {
+		return ended(fmt.Errorf("%s object without a name", we.Type))
 	}
 	e.Object = obj
 	if ns := m.GetNamespace(); ns != "" {
