@@ -1,0 +1,200 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rewatch/rewatch"
+	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// printer owns stdout: transition lines, notes and the summary go through it so that the live
+// status line can be erased before each and redrawn after, and JSON lines never interleave.
+type printer struct {
+	mu    sync.Mutex
+	w     io.Writer
+	json  bool
+	start time.Time
+	// statusText, when non-empty, is the status line currently drawn below the output.
+	statusText string
+}
+
+func newPrinter(w io.Writer, output string) *printer {
+	return &printer{w: w, json: output == "json", start: time.Now()}
+}
+
+// shown reports whether a transition deserves a line. Watch frames and initial events are the
+// steady state: a line each would bury the transitions that matter.
+func shown(t driver.Transition) bool {
+	switch t.Cause {
+	case fsm.NoCause, fsm.CauseWatchEvent, fsm.CauseInitialEvent:
+		return false
+	}
+	return true
+}
+
+// waitOf is the delay of the timer a transition armed, if it armed one.
+func waitOf(cmds []fsm.Command) (time.Duration, bool) {
+	for _, c := range cmds {
+		if c.Kind == fsm.CmdArmTimer {
+			return c.Delay, true
+		}
+	}
+	return 0, false
+}
+
+type transitionJSON struct {
+	Type        string   `json:"type"`
+	Elapsed     float64  `json:"elapsedSeconds"`
+	From        string   `json:"from"`
+	To          string   `json:"to"`
+	Cause       string   `json:"cause"`
+	Event       string   `json:"event"`
+	RV          string   `json:"resourceVersion"`
+	WaitSeconds *float64 `json:"waitSeconds,omitempty"`
+	Failure     string   `json:"failure,omitempty"`
+}
+
+// transition is called on the reflector's goroutine; Commands must not be kept past return.
+func (p *printer) transition(t driver.Transition) {
+	if !shown(t) {
+		return
+	}
+	elapsed := time.Since(p.start)
+	wait, armed := waitOf(t.Commands)
+	var failure string
+	if t.Event.Failure != nil {
+		failure = t.Event.Failure.String()
+	}
+	if p.json {
+		j := transitionJSON{Type: "transition", Elapsed: round3(elapsed.Seconds()), From: t.From.String(), To: t.To.String(),
+			Cause: t.Cause.String(), Event: t.Event.Kind.String(), RV: t.Snapshot.LastRV, Failure: failure}
+		if armed {
+			s := round3(wait.Seconds())
+			j.WaitSeconds = &s
+		}
+		p.emitJSON(j)
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%8.3fs  %-9s → %-9s  %-26s rv=%s", elapsed.Seconds(), t.From, t.To, t.Cause, t.Snapshot.LastRV)
+	if armed {
+		fmt.Fprintf(&b, "  wait=%s", wait.Round(time.Millisecond))
+	}
+	if failure != "" {
+		fmt.Fprintf(&b, "  (%s)", failure)
+	}
+	p.line(b.String())
+}
+
+// note prints a line of the command's own narration (faults injected, checks).
+func (p *printer) note(kind, text string, fields map[string]any) {
+	if p.json {
+		m := map[string]any{"type": kind, "elapsedSeconds": round3(time.Since(p.start).Seconds()), "message": text}
+		for k, v := range fields {
+			m[k] = v
+		}
+		p.emitJSON(m)
+		return
+	}
+	p.line(text)
+}
+
+func (p *printer) emitJSON(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(fmt.Sprintf(`{"type":"error","message":%q}`, err.Error()))
+	}
+	p.line(string(b))
+}
+
+func (p *printer) line(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.statusText != "" {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	fmt.Fprintln(p.w, s)
+	if p.statusText != "" {
+		fmt.Fprint(p.w, p.statusText)
+	}
+}
+
+// status redraws the status line in place; "" erases it.
+func (p *printer) status(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprint(p.w, "\r\033[K"+s)
+	p.statusText = s
+}
+
+type summaryJSON struct {
+	Type         string         `json:"type"`
+	Elapsed      float64        `json:"elapsedSeconds"`
+	Lists        int            `json:"lists"`
+	ListPages    int            `json:"listPages"`
+	Watches      int            `json:"watches"`
+	Retries      map[string]int `json:"retries"`
+	ListsAvoided int            `json:"listsAvoided"`
+	BackingOff   float64        `json:"backingOffSeconds"`
+	WatchEvents  int            `json:"watchEvents"`
+	Objects      int            `json:"objects"`
+	State        string         `json:"state"`
+	RV           string         `json:"resourceVersion"`
+	Synced       bool           `json:"synced"`
+}
+
+func (p *printer) summary(st rewatch.Stats) {
+	elapsed := time.Since(p.start)
+	if p.json {
+		r := map[string]int{}
+		for c, n := range st.Retries {
+			r[c.String()] = n
+		}
+		p.emitJSON(summaryJSON{Type: "summary", Elapsed: round3(elapsed.Seconds()), Lists: st.Lists, ListPages: st.ListPages,
+			Watches: st.Watches, Retries: r, ListsAvoided: st.ListsAvoided, BackingOff: round3(st.BackingOff.Seconds()),
+			WatchEvents: st.WatchEvents, Objects: st.Objects, State: st.State.String(), RV: st.LastResourceVersion, Synced: st.Synced})
+		return
+	}
+	lines := []string{
+		fmt.Sprintf("summary after %s", elapsed.Round(time.Millisecond)),
+		fmt.Sprintf("  LISTs            %d (%d pages)", st.Lists, st.ListPages),
+		fmt.Sprintf("  WATCHes          %d", st.Watches),
+		fmt.Sprintf("  retries          %s", retriesText(st.Retries)),
+		fmt.Sprintf("  LISTs avoided    %d", st.ListsAvoided),
+		fmt.Sprintf("  backing off      %s", st.BackingOff.Round(time.Millisecond)),
+		fmt.Sprintf("  watch events     %d", st.WatchEvents),
+		fmt.Sprintf("  objects cached   %d", st.Objects),
+		fmt.Sprintf("  state            %s at rv=%s", st.State, st.LastResourceVersion),
+	}
+	for _, l := range lines {
+		p.line(l)
+	}
+}
+
+// retriesText lists retries in the table's cause order, so runs compare line by line.
+func retriesText(r map[fsm.Cause]int) string {
+	if len(r) == 0 {
+		return "none"
+	}
+	causes := make([]fsm.Cause, 0, len(r))
+	total := 0
+	for c, n := range r {
+		causes = append(causes, c)
+		total += n
+	}
+	sort.Slice(causes, func(i, j int) bool { return causes[i] < causes[j] })
+	parts := make([]string, len(causes))
+	for i, c := range causes {
+		parts[i] = fmt.Sprintf("%s=%d", c, r[c])
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, " "))
+}
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rewatch/rewatch"
+	"github.com/rewatch/rewatch/metrics"
+)
+
+const watchExample = `  # Watch configmaps in kube-system with the current kubeconfig context, recording a journal:
+  rewatch watch --resource configmaps --namespace kube-system --journal cm.journal
+
+  # Deployments in every namespace as JSON lines, with Prometheus metrics on :9090/metrics:
+  rewatch watch --group apps --resource deployments --output json --metrics-addr :9090`
+
+func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var (
+		res                     rewatch.Resource
+		kubeconfig, kubeContext string
+		journalPath, output     string
+		metricsAddr             string
+		fullCapture             bool
+		tun                     tunables
+	)
+	fs := newFlagSet("watch", "--resource NAME [flags]",
+		"LIST the resource, then WATCH it from the list's resourceVersion, keeping an in-memory cache.\n"+
+			"Prints one line per state transition (not per watch event) and, on a terminal, a live status\n"+
+			"line. SIGINT or SIGTERM stops it and prints a summary. Credentials are found as kubectl finds\n"+
+			"them: --kubeconfig, $KUBECONFIG, ~/.kube/config, then the in-cluster service account.",
+		watchExample, stdout)
+	fs.StringVar(&res.Resource, "resource", "", "resource to watch, plural lower case, e.g. configmaps (required)")
+	fs.StringVar(&res.Group, "group", "", "API group, empty for the core group (e.g. apps)")
+	fs.StringVar(&res.Version, "version", "v1", "API version")
+	fs.StringVar(&res.Namespace, "namespace", "", "namespace to watch; empty watches all namespaces")
+	fs.StringVar(&res.LabelSelector, "selector", "", "label selector, e.g. app=web")
+	fs.StringVar(&res.FieldSelector, "field-selector", "", "field selector, e.g. metadata.name=x")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&kubeContext, "context", "", "kubeconfig context to use (default the current context)")
+	fs.StringVar(&journalPath, "journal", "", "write the event journal (docs/journal.md) to this file")
+	fs.BoolVar(&fullCapture, "journal-full-capture", false, "record whole objects in the journal, not only keys")
+	fs.StringVar(&output, "output", "text", "output format: text or json (JSON lines)")
+	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address at /metrics (e.g. :9090)")
+	tun.register(fs, libraryDefaults)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if res.Resource == "" {
+		return usagef("--resource is required (e.g. --resource configmaps)")
+	}
+	if err := choice("output", output, "text", "json"); err != nil {
+		return err
+	}
+	if err := tun.validate(); err != nil {
+		return err
+	}
+	rc, err := loadRESTConfig(kubeconfig, kubeContext)
+	if err != nil {
+		return err
+	}
+	cfg, err := rewatch.FromRESTConfig(rc)
+	if err != nil {
+		return usageError{err}
+	}
+	cfg.Resource = res
+	tun.apply(&cfg)
+
+	p := newPrinter(stdout, output)
+	cfg.OnTransition = p.transition
+	if metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		m, err := metrics.NewPrometheus(reg, metrics.Options{})
+		if err != nil {
+			return err
+		}
+		cfg.Metrics = m
+		stopMetrics, err := serveMetrics(metricsAddr, reg)
+		if err != nil {
+			return usageError{err}
+		}
+		defer stopMetrics()
+	}
+	if journalPath != "" {
+		f, err := os.Create(journalPath)
+		if err != nil {
+			return usagef("journal: %v", err)
+		}
+		defer f.Close()
+		cfg.Journal, cfg.JournalFullCapture = f, fullCapture
+	}
+	r, err := rewatch.New(cfg)
+	if err != nil {
+		return usageError{err}
+	}
+	if output == "text" {
+		p.note("start", fmt.Sprintf("watching %s at %s", res, cfg.Server), nil)
+	}
+	var stopStatus func()
+	if output == "text" && isTerminal(stdout) {
+		stopStatus = startStatus(ctx, p, r.Stats)
+	}
+	runErr := r.Run(ctx)
+	if stopStatus != nil {
+		stopStatus()
+	}
+	p.summary(r.Stats())
+	if runErr != nil {
+		return runErr
+	}
+	return nil
+}
+
+// serveMetrics listens before returning so that a taken port is a usage error, not a log line.
+func serveMetrics(addr string, reg *prometheus.Registry) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(os.Stderr, "rewatch: metrics server:", err)
+		}
+	}()
+	return func() {
+		_ = srv.Close()
+		<-done
+	}, nil
+}
