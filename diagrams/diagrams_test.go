@@ -181,3 +181,11 @@ func TestRenderRejectsUnknownFormat(t *testing.T) {
 	_, err = FileExt("png")
 	assert.Error(t, err)
 }
+
+func TestReadmeShowsTheCurrentDiagram(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	want, err := SpliceReadme(string(b))
+	require.NoError(t, err)
+	require.Equal(t, want, string(b), "README.md's diagram is stale: run `go generate ./diagrams/` and commit README.md")
+}

@@ -7,4 +7,4 @@
 // test fails when they no longer match the table.
 package diagrams
 
-//go:generate go run ./cmd/gen -out ../docs
+//go:generate go run ./cmd/gen -out ../docs -readme ../README.md

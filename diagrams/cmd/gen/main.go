@@ -14,8 +14,13 @@ import (
 
 func main() {
 	out := flag.String("out", "docs", "directory to write reflector.{mmd,dot,svg} into")
+	readme := flag.String("readme", "", "README whose diagram block (between the markers) to rewrite")
 	flag.Parse()
-	if err := run(context.Background(), *out); err != nil {
+	err := run(context.Background(), *out)
+	if err == nil && *readme != "" {
+		err = rewriteReadme(*readme)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
@@ -37,4 +42,16 @@ func run(ctx context.Context, dir string) error {
 		}
 	}
 	return nil
+}
+
+func rewriteReadme(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := diagrams.SpliceReadme(string(b))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, []byte(out), 0o644)
 }
