@@ -93,26 +93,33 @@ func topUsage(w io.Writer) {
 	fmt.Fprintln(w, "Run rewatch <command> --help for the flags of a command. Exit status: 0 ok, 1 failure, 2 usage error.")
 }
 
-// newFlagSet returns a FlagSet that reports errors through parse instead of printing them,
-// so a bad flag yields exactly one line on stderr.
-func newFlagSet(name, synopsis, description, example string, stdout io.Writer) *flag.FlagSet {
+// flagSet is a command's flags and its help text.
+type flagSet struct {
+	*flag.FlagSet
+	help func()
+}
+
+// newFlagSet returns flags that report errors through parse instead of printing them, so a
+// bad flag yields exactly one line on stderr. The flag package calls Usage on every parse
+// error, so Usage stays silent and parse prints the help only for --help.
+func newFlagSet(name, synopsis, description, example string, stdout io.Writer) *flagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
+	fs.Usage = func() {}
+	return &flagSet{FlagSet: fs, help: func() {
 		fmt.Fprintf(stdout, "Usage: rewatch %s %s\n\n%s\n\nFlags:\n", name, synopsis, description)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
 		fmt.Fprintf(stdout, "\nExample:\n%s\n", example)
-	}
-	return fs
+	}}
 }
 
-// parse parses args; --help prints the usage to stdout and returns flag.ErrHelp.
-func parse(fs *flag.FlagSet, args []string) error {
+// parse parses args; --help prints the help to stdout and returns flag.ErrHelp.
+func parse(fs *flagSet, args []string) error {
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
+		fs.help()
 		return flag.ErrHelp
 	}
 	if err != nil {
@@ -122,7 +129,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 // noArgs rejects stray positional arguments, which would otherwise silently stop flag parsing.
-func noArgs(fs *flag.FlagSet) error {
+func noArgs(fs *flagSet) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}

@@ -84,7 +84,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Float64Var(&o.rate, "rate", 25, "writes per second")
 	fs.StringVar(&o.output, "output", "text", "output format: text or json (JSON lines)")
 	fs.StringVar(&o.journalPath, "journal", "", "write the reflector's event journal to this file (replay with rewatch replay)")
-	o.tun.register(fs, demoDefaults)
+	o.tun.register(fs.FlagSet, demoDefaults)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&fullCapture, "journal-full-capture", false, "record whole objects in the journal, not only keys")
 	fs.StringVar(&output, "output", "text", "output format: text or json (JSON lines)")
 	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address at /metrics (e.g. :9090)")
-	tun.register(fs, libraryDefaults)
+	tun.register(fs.FlagSet, libraryDefaults)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/rewatch/rewatch/sim"
+)
+
+func TestMain(m *testing.M) {
+	// klog (pulled in by client-go) starts its flush daemon at init; it is not ours to stop.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
+}
+
+// syncBuffer lets a test read output while the command is still writing it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func runCLI(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb syncBuffer
+	code = run(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestHelpIsCompleteForEveryCommand(t *testing.T) {
+	flags := map[string][]string{
+		"watch": {"resource", "group", "version", "namespace", "selector", "field-selector", "kubeconfig", "context",
+			"journal", "journal-full-capture", "output", "metrics-addr", "internal-error-window", "retry-after-cap",
+			"backoff-initial", "backoff-cap", "page-size", "watch-list"},
+		"demo": {"objects", "faults", "seed", "duration", "rate", "output", "journal", "internal-error-window",
+			"retry-after-cap", "backoff-initial", "backoff-cap", "page-size", "watch-list"},
+		"replay":  {"check", "all", "output"},
+		"diagram": {"format", "o"},
+	}
+	for _, c := range commands() {
+		t.Run(c.name, func(t *testing.T) {
+			want, ok := flags[c.name]
+			if !ok {
+				t.Fatalf("command %s has no expected flag list in this test", c.name)
+			}
+			code, out, errOut := runCLI(t, context.Background(), c.name, "--help")
+			if code != exitOK || errOut != "" {
+				t.Fatalf("exit %d, stderr %q", code, errOut)
+			}
+			for _, s := range []string{"Usage: rewatch " + c.name, "Flags:", "Example:", "  rewatch " + c.name} {
+				if !strings.Contains(out, s) {
+					t.Errorf("help lacks %q:\n%s", s, out)
+				}
+			}
+			for _, f := range want {
+				if !regexp.MustCompile(`(?m)^  -` + regexp.QuoteMeta(f) + `\b`).MatchString(out) {
+					t.Errorf("help lacks flag -%s", f)
+				}
+			}
+			if got := len(regexp.MustCompile(`(?m)^  -\S`).FindAllString(out, -1)); got != len(want) {
+				t.Errorf("help lists %d flags, this test knows %d: update the test and docs/cli.md", got, len(want))
+			}
+		})
+	}
+	code, out, _ := runCLI(t, context.Background(), "--help")
+	if code != exitOK || !strings.Contains(out, "Commands:") {
+		t.Errorf("top-level help: exit %d\n%s", code, out)
+	}
+}
+
+func TestUsageErrorsExit2WithOneLine(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage")
+	if err := os.WriteFile(garbage, []byte("{{{ not yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := [][]string{
+		{"watch", "--bogus"},
+		{"demo", "--bogus"},
+		{"replay", "--bogus", "x"},
+		{"diagram", "--bogus"},
+		{"nosuchcommand"},
+		{"watch", "--resource", "configmaps", "--kubeconfig", filepath.Join(dir, "missing")},
+		{"watch", "--resource", "configmaps", "--kubeconfig", garbage},
+		{"watch", "--kubeconfig", garbage}, // no --resource
+		{"watch", "--resource", "configmaps", "--output", "yaml"},
+		{"demo", "--faults", "429-start=2,meteor=1"},
+		{"demo", "--duration", "-1s"},
+		{"demo", "--backoff-initial", "2s", "--backoff-cap", "1s"},
+		{"replay", filepath.Join(dir, "missing")},
+		{"replay", garbage},
+		{"replay"},
+		{"diagram", "--format", "png"},
+	}
+	for _, args := range cases {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, context.Background(), args...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d; stderr %q", code, exitUsage, errOut)
+			}
+			if lines := strings.Count(errOut, "\n"); lines != 1 || !strings.HasSuffix(errOut, "\n") {
+				t.Errorf("stderr is %d lines, want exactly one: %q", lines, errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout not empty: %q", out)
+			}
+		})
+	}
+}
+
+func TestDiagramMermaid(t *testing.T) {
+	code, out, errOut := runCLI(t, context.Background(), "diagram", "--format", "mermaid")
+	if code != exitOK || !strings.HasPrefix(strings.TrimSpace(out), "stateDiagram-v2") {
+		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	}
+	file := filepath.Join(t.TempDir(), "r.dot")
+	if code, _, errOut := runCLI(t, context.Background(), "diagram", "--format", "dot", "-o", file); code != exitOK {
+		t.Fatalf("-o: exit %d: %s", code, errOut)
+	}
+	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), "digraph") {
+		t.Errorf("dot file: %v\n%s", err, b)
+	}
+}
+
+// The demo's promises, end to end: every fault kind injected, the cache converges, and the
+// reflector listed once plus once per 410. Its journal then replays exactly.
+func TestDemoConvergesAndJournalReplays(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo in real time")
+	}
+	journalPath := filepath.Join(t.TempDir(), "demo.journal")
+	code, out, errOut := runCLI(t, context.Background(), "demo", "--duration", "3s", "--objects", "20", "--journal", journalPath)
+	if code != exitOK {
+		t.Fatalf("demo: exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"cache matches server (", "LISTs: 2 (expected 1 + 410s injected = 1 + 1 = 2) ok",
+		"too-many-requests", "internal-error-in-window", "(transport=reset)", "expired", "(status=410/Expired)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	for _, k := range faultKinds {
+		if !strings.Contains(out, fmt.Sprintf(" %s: ", k)) {
+			t.Errorf("fault %s was not injected", k)
+		}
+	}
+	if t.Failed() {
+		t.Logf("demo output:\n%s", out)
+	}
+
+	code, out, errOut = runCLI(t, context.Background(), "replay", journalPath, "--check")
+	if code != exitOK || !strings.Contains(out, "check: every transition and command matches") {
+		t.Fatalf("replay --check: exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	if !strings.Contains(out, "Watching  → Relisting  expired") {
+		t.Errorf("replay does not show the 410 relist:\n%s", out)
+	}
+
+	tampered := filepath.Join(t.TempDir(), "tampered.journal")
+	b, err := os.ReadFile(journalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A recorded backoff delay that the machine would not choose again.
+	re := regexp.MustCompile(`"delay":\d+`)
+	if !re.Match(b) {
+		t.Fatal("journal has no armed timer to tamper with")
+	}
+	done := false
+	b = re.ReplaceAllFunc(b, func(m []byte) []byte {
+		if done {
+			return m
+		}
+		done = true
+		return []byte(`"delay":123456789`)
+	})
+	if err := os.WriteFile(tampered, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI(t, context.Background(), "replay", "--check", tampered)
+	if code != exitFailure {
+		t.Fatalf("tampered replay: exit %d, want %d\n%s", code, exitFailure, out)
+	}
+	if !strings.Contains(out, "DIVERGENCE at line") || !strings.Contains(out, "commands differs") ||
+		!strings.Contains(out, "123456789") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("divergence report:\nstdout:\n%s\nstderr: %q", out, errOut)
+	}
+	// Without --check the same file replays: the events are intact.
+	if code, _, errOut := runCLI(t, context.Background(), "replay", tampered); code != exitOK {
+		t.Errorf("tampered replay without --check: exit %d: %s", code, errOut)
+	}
+}
+
+// watch against the simulated server through a kubeconfig, as kubectl users would run it.
+func TestWatchPrintsTransitionsAndSummary(t *testing.T) {
+	srv := sim.New(sim.Options{})
+	url, err := srv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for i := range 3 {
+		if _, err := srv.Create(sim.ConfigMaps, "default", fmt.Sprintf("cm-%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	writeKubeconfig(t, kubeconfig, url)
+	journalPath := filepath.Join(dir, "watch.journal")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"watch", "--resource", "configmaps", "--namespace", "default", "--kubeconfig", kubeconfig,
+			"--output", "json", "--journal", journalPath}, &out, &errb)
+	}()
+	waitFor(t, func() bool { return strings.Contains(out.String(), `"cause":"watch-opened"`) })
+	if _, err := srv.Update(sim.ConfigMaps, "default", "cm-0", map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.DropWatches() // a stream end: a transition line, and a re-watch rather than a LIST
+	waitFor(t, func() bool { return strings.Count(out.String(), `"cause":"watch-opened"`) >= 2 })
+	cancel()
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("watch did not stop after cancellation")
+	}
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	for _, want := range []string{`"type":"summary"`, `"lists":1`, `"objects":3`, `"state":"Stopped"`, `"stream-ended":1`} {
+		if !strings.Contains(last, want) {
+			t.Errorf("summary lacks %s: %s", want, last)
+		}
+	}
+	if strings.Contains(out.String(), `"cause":"watch-event"`) {
+		t.Error("a line was printed for a watch event")
+	}
+	if code, rout, rerr := runCLI(t, context.Background(), "replay", "--check", journalPath); code != exitOK {
+		t.Fatalf("replay of the watch journal: exit %d, %s\n%s", code, rerr, rout)
+	}
+}
+
+func writeKubeconfig(t *testing.T, path, server string) {
+	t.Helper()
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: sim
+  cluster:
+    server: %s
+contexts:
+- name: sim
+  context:
+    cluster: sim
+    user: nobody
+users:
+- name: nobody
+  user: {}
+current-context: sim
+`, server)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls a loopback server's effect with a generous deadline; it never asserts speed.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 20s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
