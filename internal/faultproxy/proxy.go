@@ -131,11 +131,17 @@ func (p *Proxy) Requests() []Record {
 	return out
 }
 
-// Reset forgets the recorded requests and removes every rule; streams
-// already open keep their faults.
+// Reset forgets the recorded requests, so a test can count from a point
+// (say, after the initial sync). Rules stay.
 func (p *Proxy) Reset() {
 	p.mu.Lock()
 	p.records = nil
+	p.mu.Unlock()
+}
+
+// ClearRules removes every rule; streams already open keep their faults.
+func (p *Proxy) ClearRules() {
+	p.mu.Lock()
 	p.rules = nil
 	p.mu.Unlock()
 }

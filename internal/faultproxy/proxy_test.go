@@ -153,6 +153,27 @@ func TestPassthroughRecordsListAndWatch(t *testing.T) {
 	assert.Zero(t, lists+watches)
 }
 
+func TestResetKeepsRulesAndClearRulesDropsThem(t *testing.T) {
+	u := newUpstream(t, 0)
+	p, c := newProxy(t, u, false)
+	p.AddRule(Rule{Kind: List, Times: -1, Fault: Respond(InternalError())})
+	get := func() int {
+		resp, err := c.Get(p.URL() + "/api/v1/configmaps")
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, 500, get())
+	p.Reset()
+	assert.Empty(t, p.Requests())
+	assert.Equal(t, 500, get())
+	p.ClearRules()
+	assert.Equal(t, 200, get())
+	lists, _ := p.Counts()
+	assert.Equal(t, 2, lists)
+}
+
 func TestWatchFramesAreFlushedOneByOne(t *testing.T) {
 	u := newUpstream(t, 1)
 	p, c := newProxy(t, u, false)
