@@ -111,10 +111,14 @@ func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 	}
 }
 
-// watchFailed closes the books on the current watch.
+// watchFailed closes the books on the current watch. A watch that stayed open past the
+// quick-end threshold breaks a streak of quick ends even if it delivered nothing: a quiet
+// resource is not a failing server.
 func (m *Machine) watchFailed(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
 	if m.quickEnd(s, e) {
 		s.QuickEnds++
+	} else {
+		s.QuickEnds = 0
 	}
 	m.endRequest(s, e, out)
 }
