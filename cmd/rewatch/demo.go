@@ -232,6 +232,9 @@ func demo(ctx context.Context, o demoOptions, stdout io.Writer) (err error) {
 	d.p.summary(st)
 	d.p.note("writer", fmt.Sprintf("  writer           %d creates, %d updates, %d deletes", d.writer.created, d.writer.updated, d.writer.deleted),
 		map[string]any{"creates": d.writer.created, "updates": d.writer.updated, "deletes": d.writer.deleted})
+	if ctx.Err() != nil {
+		return errors.New("interrupted; the checks were skipped")
+	}
 	if err != nil {
 		return err
 	}
