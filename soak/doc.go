@@ -1,0 +1,9 @@
+// Package soak holds rewatch's long-running reliability tests (issue 7): a seeded chaos soak
+// against the simulator and the real kube-apiserver, and "server down / 403 / 404 /
+// Retry-After: 0 forever" runs that count the requests the reflector sends. Everything lives in
+// the tests; this file only names the package. docs/reliability.md has the figures and the
+// commands. The defaults are short enough for `go test ./...`; for the long runs:
+//
+//	go test ./soak -run Soak -soak.duration 30m -v -timeout 2h
+//	go test ./soak -run Forever -soak.down 5m -v -timeout 1h
+package soak
