@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewatch/rewatch/internal/faultproxy"
+)
+
+// buildCLI builds cmd/rewatch once per test binary.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "rewatch")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/rewatch").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// issue 5 "Must show": `rewatch watch` against the real kube-apiserver, through the fault proxy,
+// shows the expected transitions, and the journal it records replays with --check.
+func TestCLIWatchAgainstRealServerReplays(t *testing.T) {
+	b := sharedReal(t)
+	e := newEnv(t, b, configMaps, 5)
+	e.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1,
+		Fault: faultproxy.Respond(faultproxy.TooManyRequests(1)).WithHeader("Retry-After", "1")})
+	e.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Nth: 2, Times: 1, Fault: faultproxy.WatchError(faultproxy.Expired()).AfterEvents(1)})
+	bin := buildCLI(t)
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: proxy, cluster: {server: "`+e.proxy.URL()+`"}}]
+users: [{name: nobody, user: {}}]
+contexts: [{name: proxy, context: {cluster: proxy, user: nobody}}]
+current-context: proxy
+`), 0o600))
+	journalPath := filepath.Join(dir, "journal.jsonl")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "watch", "--resource", "configmaps", "--namespace", e.ns,
+		"--kubeconfig", kubeconfig, "--journal", journalPath)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	ok := waitFor(30*time.Second, func() bool { return len(e.requests(faultproxy.Watch)) >= 2 })
+	require.True(t, ok, "no re-watch after the 429:\n%s\n%s", stdout.String(), stderr.String())
+	e.write("a")
+	require.True(t, waitFor(30*time.Second, func() bool { return len(e.requests(faultproxy.List)) >= 2 }), e.describe())
+	e.write("b")
+	time.Sleep(500 * time.Millisecond) // let the last writes arrive before stopping
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	start := time.Now()
+	require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
+	require.Less(t, time.Since(start), time.Second, "SIGINT stops within a second")
+
+	out := stdout.String()
+	for _, want := range []string{"too-many-requests", "retry-watch", "expired", "list-complete", "LISTs avoided"} {
+		require.Contains(t, out, want)
+	}
+	require.Len(t, e.requests(faultproxy.List), 2, "one LIST, plus one for the 410")
+
+	replay, err := exec.Command(bin, "replay", "--check", journalPath).CombinedOutput()
+	require.NoError(t, err, "%s", replay)
+	require.True(t, strings.Contains(string(replay), "too-many-requests"), "%s", replay)
+	e.report("CLI `rewatch watch` (429 at start, then 410)", "journal replays with --check")
+}
