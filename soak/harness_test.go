@@ -41,6 +41,8 @@ type rig struct {
 	rvChecked int
 	sent      []sent // LIST and WATCH requests the reflector issued
 	causes    map[fsm.Cause]int
+	// waitUntil is when the last backoff timer the reflector armed runs out.
+	waitUntil time.Time
 
 	cancel context.CancelFunc
 	done   chan error
@@ -108,6 +110,8 @@ func (r *rig) observe(t driver.Transition) {
 	}
 	for _, c := range t.Commands {
 		switch c.Kind {
+		case fsm.CmdArmTimer:
+			r.waitUntil = t.Event.Now.Add(c.Delay)
 		case fsm.CmdListPage, fsm.CmdOpenWatch:
 			r.sent = append(r.sent, sent{at: t.Event.Now, kind: c.Kind})
 		case fsm.CmdReplaceStore, fsm.CmdApply:
@@ -178,6 +182,13 @@ func (r *rig) converge(bound time.Duration) (time.Duration, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return time.Since(start), fmt.Errorf("store never matched a fresh LIST within %s (list error %v)\n%s", bound, lerr, diff(want, got))
+}
+
+// backoffLeft is how much of the reflector's current backoff wait is left (0 if none).
+func (r *rig) backoffLeft() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return max(time.Until(r.waitUntil), 0)
 }
 
 func equal(a, b map[string]string) bool {
