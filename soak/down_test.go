@@ -70,6 +70,7 @@ func downScenario(t *testing.T, b backend) {
 // TestAnswerForever: a server that answers every request with the same failure for
 // -soak.down. Counted at the fault proxy, so every request the reflector sent is there.
 func TestAnswerForever(t *testing.T) {
+	t.Parallel() // simulator only: it may overlap the soaks
 	cases := []struct {
 		name    string
 		kind    faultproxy.Kind
