@@ -1,0 +1,77 @@
+// Command rewatch-bench runs the heavy benchmarks of issue 6: the transient storm against the
+// real kube-apiserver (storm), and initial sync on the simulator (sync). See bench/RESULTS.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rewatch/rewatch/bench"
+)
+
+func main() {
+	log.SetFlags(log.Ltime)
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: rewatch-bench storm|sync|charts [flags]")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cmd, args := os.Args[1], os.Args[2:]
+	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+	var err error
+	switch cmd {
+	case "storm":
+		n := fs.Int("objects", 5000, "configmaps")
+		scale := fs.Float64("scale", 1, "fraction of the issue's fault schedule (410s stay 2)")
+		seed := fs.Uint64("seed", 6, "schedule seed")
+		every := fs.Duration("write-every", 20*time.Millisecond, "writer interval")
+		variants := fs.String("variants", strings.Join(bench.Variants, ","), "reflectors")
+		out := fs.String("out", "bench/results", "directory for JSON results")
+		_ = fs.Parse(args)
+		self, _ := os.Executable()
+		m := bench.IssueMix
+		sc := func(x int) int { return max(1, int(float64(x)**scale+0.5)) }
+		m = bench.Mix{Open429: sc(m.Open429), Event429: sc(m.Event429), EventIE: sc(m.EventIE), EventReset: sc(m.EventReset), Event410: m.Event410}
+		var r *bench.StormResult
+		r, err = bench.RunStorm(ctx, bench.StormOptions{Objects: *n, Mix: m, Seed: *seed, Variants: strings.Split(*variants, ","),
+			WriteEvery: *every, Self: self, Logf: log.Printf})
+		if err == nil {
+			bench.WriteStormTable(os.Stdout, r)
+			err = save(*out, "storm", r)
+		}
+	case "storm-child":
+		v := fs.String("variant", "", "")
+		server := fs.String("server", "", "")
+		ns := fs.String("ns", "", "")
+		n := fs.Int("n", 0, "")
+		_ = fs.Parse(args)
+		err = bench.StormChild(*v, *server, *ns, *n, os.Stdin, os.Stdout)
+	default:
+		err = fmt.Errorf("unknown command %q", cmd)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+func save(dir, name string, v any) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(dir, fmt.Sprintf("%s-%s.json", name, time.Now().Format("20060102-150405")))
+	log.Printf("wrote %s", p)
+	return os.WriteFile(p, b, 0o644)
+}

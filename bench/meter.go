@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Meter is an http.RoundTripper that counts what a reflector asks of the server, from the
+// client side, so it measures all three reflectors the same way: LIST requests and the bytes
+// of their responses, WATCH requests, watch-list (sendInitialEvents) requests and their
+// bytes, and the times at which a watch opened or failed.
+type Meter struct {
+	Base http.RoundTripper
+
+	mu             sync.Mutex
+	lists, watches int
+	watchLists     int
+	listBytes      int64
+	watchListBytes int64
+	opens, fails   []int64 // unix nanos
+	stopping       atomic.Bool
+}
+
+// MeterCounts is a snapshot of a Meter.
+type MeterCounts struct {
+	Lists, Watches, WatchLists int
+	ListBytes, WatchListBytes  int64
+	Opens, Fails               []int64
+}
+
+// Stop makes the meter ignore failures from now on (the reflector is being shut down).
+func (m *Meter) Stop() { m.stopping.Store(true) }
+
+// Counts returns a copy of the counts.
+func (m *Meter) Counts() MeterCounts {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return MeterCounts{Lists: m.lists, Watches: m.watches, WatchLists: m.watchLists, ListBytes: m.listBytes,
+		WatchListBytes: m.watchListBytes, Opens: append([]int64(nil), m.opens...), Fails: append([]int64(nil), m.fails...)}
+}
+
+func (m *Meter) fail() {
+	if m.stopping.Load() {
+		return
+	}
+	m.mu.Lock()
+	m.fails = append(m.fails, time.Now().UnixNano())
+	m.mu.Unlock()
+}
+
+func (m *Meter) RoundTrip(req *http.Request) (*http.Response, error) {
+	q := req.URL.Query()
+	w := q.Get("watch")
+	isWatch := req.Method == http.MethodGet && (w == "1" || w == "true")
+	isWatchList := isWatch && q.Get("sendInitialEvents") == "true"
+	m.mu.Lock()
+	switch {
+	case isWatchList:
+		m.watchLists++
+	case isWatch:
+		m.watches++
+	case req.Method == http.MethodGet:
+		m.lists++
+	}
+	m.mu.Unlock()
+	base := m.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(req)
+	if err != nil {
+		if isWatch {
+			m.fail()
+		}
+		return resp, err
+	}
+	switch {
+	case isWatch:
+		if resp.StatusCode != http.StatusOK {
+			m.fail()
+		} else {
+			m.mu.Lock()
+			m.opens = append(m.opens, time.Now().UnixNano())
+			m.mu.Unlock()
+		}
+		b := &countingBody{rc: resp.Body, onEnd: m.fail}
+		if isWatchList {
+			b.add = func(n int) { m.mu.Lock(); m.watchListBytes += int64(n); m.mu.Unlock() }
+		}
+		resp.Body = b
+	case req.Method == http.MethodGet:
+		resp.Body = &countingBody{rc: resp.Body, add: func(n int) { m.mu.Lock(); m.listBytes += int64(n); m.mu.Unlock() }}
+	}
+	return resp, nil
+}
+
+// countingBody counts bytes read and reports the end of the body (error, EOF, or a Close
+// before either) once.
+type countingBody struct {
+	rc    io.ReadCloser
+	add   func(int)
+	onEnd func()
+	ended bool
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 && b.add != nil {
+		b.add(n)
+	}
+	if err != nil {
+		b.end()
+	}
+	return n, err
+}
+
+func (b *countingBody) end() {
+	if !b.ended {
+		b.ended = true
+		if b.onEnd != nil {
+			b.onEnd()
+		}
+	}
+}
+
+func (b *countingBody) Close() error {
+	b.end()
+	return b.rc.Close()
+}

@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/rewatch/rewatch"
+	"github.com/rewatch/rewatch/driver"
+)
+
+// Variants of reflector the benchmarks compare.
+const (
+	VariantRewatch  = "rewatch"
+	VariantClientGo = "client-go"      // client-go defaults (WatchListClient on in v0.37)
+	VariantCGList   = "client-go-list" // client-go with KUBE_FEATURE_WatchListClient=false
+	VariantBaseline = "baseline"
+)
+
+// Variants lists every reflector variant.
+var Variants = []string{VariantRewatch, VariantClientGo, VariantCGList, VariantBaseline}
+
+// Target says what a reflector lists and watches.
+type Target struct {
+	Server    string // base URL (plain HTTP: the fault proxy, the simulator)
+	GVR       schema.GroupVersionResource
+	Namespace string
+	Transport http.RoundTripper // nil: http.DefaultTransport
+	// WatchList asks rewatch for streaming lists (client-go decides by its feature gate).
+	WatchList bool
+	// PageSize for rewatch (0: default 500).
+	PageSize int64
+}
+
+// NewStoreFor returns the store each variant uses by default: rewatch's MemStore, client-go's
+// cache.NewStore for the others, wrapped to time its mutations.
+func NewStoreFor(variant string) *TimedStore {
+	if variant == VariantRewatch {
+		return &TimedStore{Inner: driver.NewMemStore()}
+	}
+	return &TimedStore{Inner: cache.NewStore(cache.MetaNamespaceKeyFunc)}
+}
+
+// RunReflector runs one variant until ctx is done, filling store.
+func RunReflector(ctx context.Context, variant string, t Target, store *TimedStore) error {
+	rt := t.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	switch variant {
+	case VariantRewatch:
+		r, err := rewatch.New(rewatch.Config{
+			Client: &http.Client{Transport: rt}, Server: t.Server, Store: store, WatchList: t.WatchList, PageSize: t.PageSize,
+			Resource: rewatch.Resource{Group: t.GVR.Group, Version: t.GVR.Version, Resource: t.GVR.Resource, Namespace: t.Namespace},
+		})
+		if err != nil {
+			return err
+		}
+		return r.Run(ctx)
+	case VariantClientGo, VariantCGList:
+		dyn, err := dynamic.NewForConfig(&rest.Config{Host: t.Server, Transport: rt})
+		if err != nil {
+			return err
+		}
+		ri := dyn.Resource(t.GVR).Namespace(t.Namespace)
+		lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return ri.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return ri.Watch(ctx, o)
+			},
+		}, dyn)
+		r := cache.NewReflector(lw, &unstructured.Unstructured{}, store, 0)
+		r.RunWithContext(ctx)
+		return nil
+	case VariantBaseline:
+		path := "/api/" + t.GVR.Version
+		if t.GVR.Group != "" {
+			path = "/apis/" + t.GVR.Group + "/" + t.GVR.Version
+		}
+		if t.Namespace != "" {
+			path += "/namespaces/" + t.Namespace
+		}
+		path += "/" + t.GVR.Resource
+		b := &Baseline{Client: &http.Client{Transport: rt}, Server: t.Server, Path: path, Store: store}
+		b.Run(ctx)
+		return nil
+	}
+	return fmt.Errorf("unknown variant %q", variant)
+}

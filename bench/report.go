@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Quantile of xs (sorted copy), nearest-rank.
+func Quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(q*float64(len(s)-1) + 0.5)
+	return s[i]
+}
+
+// WriteStormTable writes the storm results as Markdown.
+func WriteStormTable(w io.Writer, r *StormResult) {
+	fmt.Fprintf(w, "objects: %d (~1 KiB each, created in %s); schedule: %s; %d faults; seed %d; writer: 1 update / %s\n\n",
+		r.Options.Objects, r.Populate.Round(time.Second), r.Options.Mix, len(r.Schedule), r.Options.Seed, r.Options.WriteEvery)
+	fmt.Fprintln(w, "| reflector | LIST req | LIST bytes | watch-list req | watch-list bytes | full-state bytes | WATCH req | proxy LIST/WATCH | recovery p50 ms | recovery p99 ms | last fault → delivery s | writer stop → store = server s | CPU s | peak RSS MiB |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, v := range r.Variants {
+		conv := "never"
+		if v.WriterStopToConverged >= 0 {
+			conv = fmt.Sprintf("%.2f", v.WriterStopToConverged)
+		}
+		m := v.Meter
+		fmt.Fprintf(w, "| %s | %d | %s | %d | %s | %s | %d | %d/%d | %.0f | %.0f | %.2f | %s | %.2f | %.0f |\n",
+			v.Variant, m.Lists, mib(m.ListBytes), m.WatchLists, mib(m.WatchListBytes), mib(m.ListBytes+m.WatchListBytes), m.Watches,
+			v.ProxyLists, v.ProxyWatches, 1000*Quantile(v.Recovery, 0.5), 1000*Quantile(v.Recovery, 0.99), v.LastFaultToDelivery, conv,
+			v.CPUSeconds, float64(v.MaxRSSKiB)/1024)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Recovery (fault → next store delivery) by fault kind, p50 / max milliseconds:")
+	fmt.Fprintln(w)
+	kinds := []FaultKind{Open429, Open429RA, Event429, EventIE, EventReset, Event410}
+	fmt.Fprint(w, "| reflector |")
+	for _, k := range kinds {
+		fmt.Fprintf(w, " %s |", k)
+	}
+	fmt.Fprint(w, "\n|---|")
+	for range kinds {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprintln(w)
+	for _, v := range r.Variants {
+		fmt.Fprintf(w, "| %s |", v.Variant)
+		for _, k := range kinds {
+			xs := v.RecoveryByKind[k]
+			fmt.Fprintf(w, " %.0f / %.0f (n=%d) |", 1000*Quantile(xs, 0.5), 1000*Quantile(xs, 1), len(xs))
+		}
+		fmt.Fprintln(w)
+	}
+	for _, v := range r.Variants {
+		if v.Err != "" {
+			fmt.Fprintf(w, "\n%s error: %s\n", v.Variant, v.Err)
+		}
+	}
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }

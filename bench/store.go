@@ -1,0 +1,70 @@
+package bench
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// InnerStore is what TimedStore wraps: rewatch's MemStore and client-go's cache.Store both
+// have these methods.
+type InnerStore interface {
+	Add(obj any) error
+	Update(obj any) error
+	Delete(obj any) error
+	Replace(items []any, resourceVersion string) error
+	List() []any
+}
+
+// TimedStore records when each store mutation happened (what "an event was delivered"
+// means for every reflector alike) and can report key → resourceVersion for convergence
+// checks. It satisfies rewatch's Store and client-go's ReflectorStore.
+type TimedStore struct {
+	Inner InnerStore
+
+	mu    sync.Mutex
+	times []int64
+}
+
+func (s *TimedStore) mark() {
+	now := time.Now().UnixNano()
+	s.mu.Lock()
+	s.times = append(s.times, now)
+	s.mu.Unlock()
+}
+
+func (s *TimedStore) Add(obj any) error    { err := s.Inner.Add(obj); s.mark(); return err }
+func (s *TimedStore) Update(obj any) error { err := s.Inner.Update(obj); s.mark(); return err }
+func (s *TimedStore) Delete(obj any) error { err := s.Inner.Delete(obj); s.mark(); return err }
+func (s *TimedStore) Replace(items []any, rv string) error {
+	err := s.Inner.Replace(items, rv)
+	s.mark()
+	return err
+}
+
+// Resync is client-go's ReflectorStore method; nothing to do for these stores.
+func (s *TimedStore) Resync() error { return nil }
+
+// Times returns the mutation times (unix nanos).
+func (s *TimedStore) Times() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int64(nil), s.times...)
+}
+
+// Len is the number of objects held.
+func (s *TimedStore) Len() int { return len(s.Inner.List()) }
+
+// Versions is namespace/name → resourceVersion of every object held.
+func (s *TimedStore) Versions() map[string]string {
+	out := map[string]string{}
+	for _, o := range s.Inner.List() {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			continue
+		}
+		out[m.GetNamespace()+"/"+m.GetName()] = m.GetResourceVersion()
+	}
+	return out
+}
