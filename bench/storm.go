@@ -35,8 +35,8 @@ type StormOptions struct {
 	Mix        Mix
 	Seed       uint64
 	Variants   []string
-	WriteEvery time.Duration // one configmap update per interval while the storm runs
-	Self       string        // the bench binary, re-executed as "storm-child"
+	WriteEvery time.Duration        // one configmap update per interval while the storm runs
+	Self       string               // the bench binary, re-executed as "storm-child"
 	Logf       func(string, ...any) `json:"-"`
 }
 

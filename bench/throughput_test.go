@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/util/framer"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/rewatch/rewatch"
+	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/sim"
+)
+
+// Throughput benchmarks (issue 6, workload 2). One op is a whole stream of
+// BENCH_EVENTS (default 100000) watch events of ~1 KiB from a local server; events/s and
+// allocs/event are reported as custom metrics. They only run under -bench:
+//
+//	go test -run '^$' -bench Throughput -benchmem -count 6 ./bench/
+func streamEvents() int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_EVENTS")); err == nil && n > 0 {
+		return n
+	}
+	return 100000
+}
+
+func benchStream(b *testing.B, run func(ctx context.Context, url string, store *CountingStore) error, newInner func() InnerStore) {
+	n := streamEvents()
+	stream := WatchStream(n, 1000)
+	srv, _ := StreamServer(stream)
+	defer srv.Close()
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	var ms0, ms1 runtimeMemStats
+	ms0.read()
+	for b.Loop() {
+		store := &CountingStore{InnerStore: newInner(), Target: int64(n), Done: make(chan struct{})}
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- run(ctx, srv.URL, store) }()
+		select {
+		case <-store.Done:
+		case <-time.After(5 * time.Minute):
+			b.Fatal("stream not consumed within 5 minutes")
+		}
+		cancel()
+		if err := <-errc; err != nil {
+			b.Fatal(err)
+		}
+	}
+	ms1.read()
+	b.StopTimer()
+	ops := float64(b.N)
+	b.ReportMetric(float64(n)*ops/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(ms1.mallocs-ms0.mallocs)/(ops*float64(n)), "allocs/event")
+}
+
+var target = Target{GVR: sim.ConfigMaps, Namespace: "bench"}
+
+func BenchmarkThroughputRewatch(b *testing.B) {
+	benchStream(b, func(ctx context.Context, url string, store *CountingStore) error {
+		r, err := rewatch.New(rewatch.Config{Client: &http.Client{}, Server: url, Store: store,
+			Resource: rewatch.Resource{Version: "v1", Resource: "configmaps", Namespace: "bench"}})
+		if err != nil {
+			return err
+		}
+		return r.Run(ctx)
+	}, func() InnerStore { return driver.NewMemStore() })
+}
+
+// unsupportedWatchList makes client-go's reflector use LIST+WATCH (the stream under test).
+type unsupportedWatchList struct{}
+
+func (unsupportedWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+func BenchmarkThroughputClientGo(b *testing.B) {
+	benchStream(b, func(ctx context.Context, url string, store *CountingStore) error {
+		dyn, err := dynamic.NewForConfig(&rest.Config{Host: url, QPS: -1})
+		if err != nil {
+			return err
+		}
+		ri := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("bench")
+		lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return ri.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return ri.Watch(ctx, o)
+			},
+		}, unsupportedWatchList{})
+		r := cache.NewReflector(lw, &unstructured.Unstructured{}, store, 0)
+		r.RunWithContext(ctx)
+		return nil
+	}, func() InnerStore { return cache.NewStore(cache.MetaNamespaceKeyFunc) })
+}
+
+// BenchmarkThroughputDecodeOnly is the practical limit: apimachinery's JSON framer and
+// streaming decoder, the frame into metav1.WatchEvent, the object into Unstructured; no store.
+func BenchmarkThroughputDecodeOnly(b *testing.B) {
+	benchStream(b, func(ctx context.Context, url string, store *CountingStore) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/api/v1/namespaces/bench/configmaps?watch=1", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		dec := streaming.NewDecoder(framer.NewJSONFramedReader(resp.Body), weDecoder{})
+		for {
+			var we metav1.WatchEvent
+			if _, _, err := dec.Decode(nil, &we); err != nil {
+				if ctx.Err() != nil || err == io.EOF {
+					return nil
+				}
+				return err
+			}
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(we.Object.Raw); err != nil {
+				return err
+			}
+			store.tick()
+		}
+	}, func() InnerStore { return nil })
+}
+
+type weDecoder struct{}
+
+func (weDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	we, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return nil, nil, fmt.Errorf("want *metav1.WatchEvent, got %T", into)
+	}
+	return we, nil, sigsjson.UnmarshalCaseSensitivePreserveInts(data, we)
+}
+
+// TestWatchStreamShape keeps the generator honest and runs by default (fast).
+func TestWatchStreamShape(t *testing.T) {
+	s := WatchStream(10, 4)
+	if n := len(s) / 10; n < 1000 || n > 1200 {
+		t.Fatalf("event size %d bytes, want ~1 KiB", n)
+	}
+}
