@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -64,3 +65,62 @@ func WriteStormTable(w io.Writer, r *StormResult) {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
+
+// WriteSyncTable writes initial-sync results: medians with [min–max] per case and size, and
+// the rewatch/client-go ratio of the medians for the same list mode.
+func WriteSyncTable(w io.Writer, rs []SyncResult) {
+	type key struct {
+		n  int
+		v  string
+		wl bool
+	}
+	groups := map[key][]SyncResult{}
+	var keys []key
+	for _, r := range rs {
+		k := key{r.Objects, r.Variant, r.WatchList}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.n != b.n {
+			return a.n - b.n
+		}
+		if a.wl != b.wl {
+			if a.wl {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(b.v, a.v)
+	})
+	col := func(g []SyncResult, f func(SyncResult) float64) (float64, string) {
+		xs := make([]float64, len(g))
+		for i, r := range g {
+			xs[i] = f(r)
+		}
+		return Quantile(xs, 0.5), fmt.Sprintf("%.2f [%.2f–%.2f]", Quantile(xs, 0.5), Quantile(xs, 0), Quantile(xs, 1))
+	}
+	fmt.Fprintln(w, "| objects | mode | reflector | runs | sync s median [min–max] | peak heap MiB | retained heap MiB | retained KiB/object | peak RSS MiB | CPU s |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, k := range keys {
+		g := groups[k]
+		mode := "paginated LIST"
+		if k.wl {
+			mode = "WatchList"
+		}
+		_, s := col(g, func(r SyncResult) float64 { return r.SyncSeconds })
+		_, ph := col(g, func(r SyncResult) float64 { return float64(r.PeakHeapBytes) / (1 << 20) })
+		_, rh := col(g, func(r SyncResult) float64 { return float64(r.RetainedHeapBytes) / (1 << 20) })
+		_, per := col(g, func(r SyncResult) float64 { return float64(r.RetainedHeapBytes) / 1024 / float64(r.Objects) })
+		_, rss := col(g, func(r SyncResult) float64 { return float64(r.MaxRSSKiB) / 1024 })
+		_, cpu := col(g, func(r SyncResult) float64 { return r.CPUSeconds })
+		fmt.Fprintf(w, "| %d | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", k.n, mode, k.v, len(g), s, ph, rh, per, rss, cpu)
+	}
+	for _, r := range rs {
+		if r.Err != "" {
+			fmt.Fprintf(w, "\n%s n=%d watchList=%v: %s\n", r.Variant, r.Objects, r.WatchList, r.Err)
+		}
+	}
+}

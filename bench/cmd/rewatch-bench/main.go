@@ -55,6 +55,31 @@ func main() {
 		n := fs.Int("n", 0, "")
 		_ = fs.Parse(args)
 		err = bench.StormChild(*v, *server, *ns, *n, os.Stdin, os.Stdout)
+	case "sync":
+		sizes := fs.String("sizes", "10000,50000", "object counts")
+		reps := fs.Int("repeat", 3, "repetitions per case")
+		out := fs.String("out", "bench/results", "directory for JSON results")
+		_ = fs.Parse(args)
+		self, _ := os.Executable()
+		var ns []int
+		for _, f := range strings.Split(*sizes, ",") {
+			var n int
+			_, _ = fmt.Sscan(f, &n)
+			ns = append(ns, n)
+		}
+		var r []bench.SyncResult
+		r, err = bench.RunSync(ctx, bench.SyncOptions{Sizes: ns, Repeats: *reps, Self: self, Logf: log.Printf})
+		if err == nil {
+			bench.WriteSyncTable(os.Stdout, r)
+			err = save(*out, "sync", r)
+		}
+	case "sync-child":
+		v := fs.String("variant", "", "")
+		server := fs.String("server", "", "")
+		n := fs.Int("n", 0, "")
+		wl := fs.Bool("watchlist", false, "")
+		_ = fs.Parse(args)
+		err = bench.SyncChild(*v, *server, *n, *wl, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}

@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rewatch/rewatch/sim"
+)
+
+// SyncResult is one initial-sync measurement (one child process).
+type SyncResult struct {
+	Variant   string
+	WatchList bool
+	Objects   int
+	// Seconds from starting the reflector until the store holds every object.
+	SyncSeconds float64
+	// PeakHeapBytes is the highest live+unswept heap (runtime/metrics heap objects) sampled
+	// every 5 ms during the sync; RetainedHeapBytes is the heap after sync and a GC.
+	PeakHeapBytes, RetainedHeapBytes uint64
+	MaxRSSKiB                        int64
+	CPUSeconds                       float64
+	Err                              string
+}
+
+// SyncOptions configures RunSync.
+type SyncOptions struct {
+	Sizes   []int
+	Repeats int
+	Self    string
+	Logf    func(string, ...any)
+}
+
+// SyncCase is a reflector and list mode.
+type SyncCase struct {
+	Variant   string
+	WatchList bool
+}
+
+// SyncCases are the initial-sync comparisons: paginated LIST and WatchList, each reflector.
+var SyncCases = []SyncCase{{VariantRewatch, false}, {VariantCGList, false}, {VariantRewatch, true}, {VariantClientGo, true}}
+
+// RunSync fills the simulator with n ~1 KiB configmaps per size, then measures each case
+// in its own process, Repeats times, rotating the order.
+func RunSync(ctx context.Context, o SyncOptions) ([]SyncResult, error) {
+	var out []SyncResult
+	for _, n := range o.Sizes {
+		s := sim.New(sim.Options{MaxPageSize: 500})
+		url, err := s.Start()
+		if err != nil {
+			return nil, err
+		}
+		for i := range n {
+			if _, err := s.Create(sim.ConfigMaps, "bench", fmt.Sprintf("cm-%05d", i), map[string]string{"payload": payload}); err != nil {
+				s.Close()
+				return nil, err
+			}
+		}
+		for rep := range o.Repeats {
+			for k := range SyncCases {
+				c := SyncCases[(k+rep)%len(SyncCases)]
+				r, err := syncOnce(ctx, o.Self, url, c, n)
+				if err != nil {
+					s.Close()
+					return nil, err
+				}
+				o.Logf("sync n=%d %s watchList=%v: %.2fs peak heap %.0f MiB", n, c.Variant, c.WatchList, r.SyncSeconds, float64(r.PeakHeapBytes)/(1<<20))
+				out = append(out, r)
+			}
+		}
+		s.Close()
+	}
+	return out, nil
+}
+
+func syncOnce(ctx context.Context, self, url string, c SyncCase, n int) (SyncResult, error) {
+	cmd := exec.CommandContext(ctx, self, "sync-child", "-variant", c.Variant, "-server", url, "-n", fmt.Sprint(n),
+		fmt.Sprintf("-watchlist=%v", c.WatchList))
+	cmd.Env = os.Environ()
+	if c.Variant == VariantCGList {
+		cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient=false")
+	}
+	cmd.Stderr = os.Stderr
+	b, err := cmd.Output()
+	if err != nil {
+		return SyncResult{}, fmt.Errorf("sync-child %v: %w", c, err)
+	}
+	var r SyncResult
+	for _, l := range strings.Split(string(b), "\n") {
+		if j, ok := strings.CutPrefix(l, "RESULT "); ok {
+			return r, json.Unmarshal([]byte(j), &r)
+		}
+	}
+	return r, fmt.Errorf("sync-child %v: no result", c)
+}
+
+// SyncChild runs one reflector until its store holds n objects and reports.
+func SyncChild(variant, server string, n int, watchList bool, out io.Writer) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := NewStoreFor(variant)
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak uint64
+	stopSampler := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			peak = max(peak, sample[0].Value.Uint64())
+			select {
+			case <-stopSampler:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		done <- RunReflector(ctx, variant, Target{Server: server, GVR: sim.ConfigMaps, Namespace: "bench", WatchList: watchList}, store)
+	}()
+	res := SyncResult{Variant: variant, WatchList: watchList, Objects: n}
+	deadline := time.Now().Add(5 * time.Minute)
+	for store.Len() < n && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	res.SyncSeconds = time.Since(start).Seconds()
+	close(stopSampler)
+	<-sampled
+	res.PeakHeapBytes = peak
+	if store.Len() < n {
+		res.Err = fmt.Sprintf("only %d of %d objects after 5 minutes", store.Len(), n)
+	}
+	runtime.GC()
+	metrics.Read(sample)
+	res.RetainedHeapBytes = sample[0].Value.Uint64()
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	res.CPUSeconds = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	res.MaxRSSKiB = ru.Maxrss
+	runtime.KeepAlive(store)
+	cancel()
+	<-done
+	b, _ := json.Marshal(res)
+	w := bufio.NewWriter(out)
+	fmt.Fprintf(w, "RESULT %s\n", b)
+	return w.Flush()
+}
