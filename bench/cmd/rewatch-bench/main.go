@@ -80,6 +80,29 @@ func main() {
 		wl := fs.Bool("watchlist", false, "")
 		_ = fs.Parse(args)
 		err = bench.SyncChild(*v, *server, *n, *wl, os.Stdout)
+	case "charts":
+		storm := fs.String("storm", "", "storm JSON result")
+		tput := fs.String("throughput", "", "go test -bench output with the Throughput benchmarks")
+		dir := fs.String("dir", "bench", "output directory")
+		_ = fs.Parse(args)
+		if *storm != "" {
+			var r bench.StormResult
+			b, rerr := os.ReadFile(*storm)
+			if rerr == nil {
+				rerr = json.Unmarshal(b, &r)
+			}
+			if rerr == nil {
+				rerr = bench.StormCharts(&r, *dir)
+			}
+			err = rerr
+		}
+		if *tput != "" && err == nil {
+			var f *os.File
+			if f, err = os.Open(*tput); err == nil {
+				_, err = bench.ThroughputChart(f, filepath.Join(*dir, "throughput.svg"))
+				f.Close()
+			}
+		}
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}

@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+func barChart(title, ylabel string, names []string, vals []float64, path string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = ylabel
+	bars, err := plotter.NewBarChart(plotter.Values(vals), vg.Points(40))
+	if err != nil {
+		return err
+	}
+	bars.Color = plotutil.Color(0)
+	p.Add(bars)
+	p.NominalX(names...)
+	return p.Save(vg.Length(110*len(names))+vg.Points(80), 4*vg.Inch, path)
+}
+
+// StormCharts draws full-state bytes and WATCH/LIST requests per reflector and the recovery
+// latency distributions (box plots, log scale is avoided: box plots of milliseconds).
+func StormCharts(r *StormResult, dir string) error {
+	var names []string
+	var bytes []float64
+	for _, v := range r.Variants {
+		names = append(names, v.Variant)
+		bytes = append(bytes, float64(v.Meter.ListBytes+v.Meter.WatchListBytes)/(1<<20))
+	}
+	if err := barChart(fmt.Sprintf("Storm: full-state bytes (LIST + watch-list), %d objects", r.Options.Objects),
+		"MiB", names, bytes, filepath.Join(dir, "storm-list-bytes.svg")); err != nil {
+		return err
+	}
+	p := plot.New()
+	p.Title.Text = "Storm: recovery latency (fault → next store delivery)"
+	p.Y.Label.Text = "milliseconds"
+	for i, v := range r.Variants {
+		ms := make(plotter.Values, len(v.Recovery))
+		for j, s := range v.Recovery {
+			ms[j] = s * 1000
+		}
+		if len(ms) == 0 {
+			ms = plotter.Values{0}
+		}
+		b, err := plotter.NewBoxPlot(vg.Points(30), float64(i), ms)
+		if err != nil {
+			return err
+		}
+		p.Add(b)
+		pts := make(plotter.XYs, len(ms))
+		for j, y := range ms {
+			pts[j] = plotter.XY{X: float64(i) + 0.25, Y: y}
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle.Radius = vg.Points(1.5)
+		p.Add(sc)
+	}
+	p.NominalX(names...)
+	return p.Save(vg.Length(110*len(names))+vg.Points(80), 4*vg.Inch, filepath.Join(dir, "storm-recovery.svg"))
+}
+
+var benchLine = regexp.MustCompile(`^Benchmark(Throughput\w+?)-\d+\s.*?\s([\d.]+) events/s`)
+
+// ThroughputChart draws the median events/s per benchmark from go test -bench output.
+func ThroughputChart(in io.Reader, path string) (map[string][]float64, error) {
+	got := map[string][]float64{}
+	var order []string
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		v, _ := strconv.ParseFloat(m[2], 64)
+		if _, ok := got[m[1]]; !ok {
+			order = append(order, m[1])
+		}
+		got[m[1]] = append(got[m[1]], v)
+	}
+	var vals []float64
+	for _, n := range order {
+		vals = append(vals, Quantile(got[n], 0.5))
+	}
+	names := slices.Clone(order)
+	for i, n := range names {
+		names[i] = n[len("Throughput"):]
+	}
+	return got, barChart("Watch stream throughput (median)", "events/s", names, vals, path)
+}
