@@ -43,8 +43,11 @@ func StormCharts(r *StormResult, dir string) error {
 		return err
 	}
 	p := plot.New()
-	p.Title.Text = "Storm: recovery latency (fault → next store delivery)"
+	p.Title.Text = "Storm: recovery latency (fault → delivery on a new watch)"
 	p.Y.Label.Text = "milliseconds"
+	for i := range r.Variants {
+		r.Variants[i].Recover()
+	}
 	for i, v := range r.Variants {
 		ms := make(plotter.Values, len(v.Recovery))
 		for j, s := range v.Recovery {

@@ -17,6 +17,7 @@ type Meter struct {
 
 	mu             sync.Mutex
 	lists, watches int
+	listOps        int // LIST requests without a continue token: whole lists, not pages
 	watchLists     int
 	listBytes      int64
 	watchListBytes int64
@@ -26,9 +27,9 @@ type Meter struct {
 
 // MeterCounts is a snapshot of a Meter.
 type MeterCounts struct {
-	Lists, Watches, WatchLists int
-	ListBytes, WatchListBytes  int64
-	Opens, Fails               []int64
+	Lists, ListOps, Watches, WatchLists int
+	ListBytes, WatchListBytes           int64
+	Opens, Fails                        []int64
 }
 
 // Stop makes the meter ignore failures from now on (the reflector is being shut down).
@@ -38,7 +39,7 @@ func (m *Meter) Stop() { m.stopping.Store(true) }
 func (m *Meter) Counts() MeterCounts {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return MeterCounts{Lists: m.lists, Watches: m.watches, WatchLists: m.watchLists, ListBytes: m.listBytes,
+	return MeterCounts{Lists: m.lists, ListOps: m.listOps, Watches: m.watches, WatchLists: m.watchLists, ListBytes: m.listBytes,
 		WatchListBytes: m.watchListBytes, Opens: append([]int64(nil), m.opens...), Fails: append([]int64(nil), m.fails...)}
 }
 
@@ -64,6 +65,9 @@ func (m *Meter) RoundTrip(req *http.Request) (*http.Response, error) {
 		m.watches++
 	case req.Method == http.MethodGet:
 		m.lists++
+		if q.Get("continue") == "" {
+			m.listOps++
+		}
 	}
 	m.mu.Unlock()
 	base := m.Base

@@ -23,7 +23,7 @@ func Quantile(xs []float64, q float64) float64 {
 func WriteStormTable(w io.Writer, r *StormResult) {
 	fmt.Fprintf(w, "objects: %d (~1 KiB each, created in %s); schedule: %s; %d faults; seed %d; writer: 1 update / %s\n\n",
 		r.Options.Objects, r.Populate.Round(time.Second), r.Options.Mix, len(r.Schedule), r.Options.Seed, r.Options.WriteEvery)
-	fmt.Fprintln(w, "| reflector | LIST req | LIST bytes | watch-list req | watch-list bytes | full-state bytes | WATCH req | proxy LIST/WATCH | recovery p50 ms | recovery p99 ms | last fault → delivery s | writer stop → store = server s | CPU s | peak RSS MiB |")
+	fmt.Fprintln(w, "| reflector | LISTs (pages) | LIST bytes | watch-list req | watch-list bytes | full-state bytes | WATCH req | proxy LIST/WATCH | recovery p50 ms | recovery p99 ms | last fault → recovered s | writer stop → store = server s | CPU s | peak RSS MiB |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, v := range r.Variants {
 		conv := "never"
@@ -31,13 +31,13 @@ func WriteStormTable(w io.Writer, r *StormResult) {
 			conv = fmt.Sprintf("%.2f", v.WriterStopToConverged)
 		}
 		m := v.Meter
-		fmt.Fprintf(w, "| %s | %d | %s | %d | %s | %s | %d | %d/%d | %.0f | %.0f | %.2f | %s | %.2f | %.0f |\n",
-			v.Variant, m.Lists, mib(m.ListBytes), m.WatchLists, mib(m.WatchListBytes), mib(m.ListBytes+m.WatchListBytes), m.Watches,
+		fmt.Fprintf(w, "| %s | %d (%d) | %s | %d | %s | %s | %d | %d/%d | %.0f | %.0f | %.2f | %s | %.2f | %.0f |\n",
+			v.Variant, m.ListOps, m.Lists, mib(m.ListBytes), m.WatchLists, mib(m.WatchListBytes), mib(m.ListBytes+m.WatchListBytes), m.Watches,
 			v.ProxyLists, v.ProxyWatches, 1000*Quantile(v.Recovery, 0.5), 1000*Quantile(v.Recovery, 0.99), v.LastFaultToDelivery, conv,
 			v.CPUSeconds, float64(v.MaxRSSKiB)/1024)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Recovery (fault → next store delivery) by fault kind, p50 / max milliseconds:")
+	fmt.Fprintln(w, "Recovery (fault → first store delivery after the next watch opened) by fault kind, p50 / max milliseconds:")
 	fmt.Fprintln(w)
 	kinds := []FaultKind{Open429, Open429RA, Event429, EventIE, EventReset, Event410}
 	fmt.Fprint(w, "| reflector |")

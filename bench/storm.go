@@ -217,20 +217,7 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 		_ = c.cmd.Wait()
 		vr := VariantResult{ChildResult: cr, Applied: c.front.Applied(), RecoveryByKind: map[FaultKind][]float64{}, WriterStoppedAt: writerStopped}
 		vr.ProxyLists, vr.ProxyWatches = c.proxy.Counts()
-		for _, a := range vr.Applied {
-			if a.End == 0 {
-				continue
-			}
-			d := nextAfter(cr.StoreTimes, a.End)
-			if d < 0 {
-				continue
-			}
-			sec := float64(d) / 1e9
-			vr.Recovery = append(vr.Recovery, sec)
-			vr.RecoveryByKind[a.Kind] = append(vr.RecoveryByKind[a.Kind], sec)
-			vr.LastFaultAt = max(vr.LastFaultAt, a.End)
-		}
-		vr.LastFaultToDelivery = float64(nextAfter(cr.StoreTimes, vr.LastFaultAt)) / 1e9
+		vr.Recover()
 		vr.WriterStopToConverged = -1
 		if cr.ConvergedAt > 0 {
 			vr.WriterStopToConverged = float64(cr.ConvergedAt-writerStopped) / 1e9
@@ -393,8 +380,38 @@ func StormChild(variant, server, ns string, n int, in io.Reader, out io.Writer) 
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	res.CPUSeconds = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
-	res.MaxRSSKiB = ru.Maxrss
+	res.MaxRSSKiB = peakRSSKiB()
 	b, _ = json.Marshal(res)
 	fmt.Fprintf(out, "RESULT %s\n", b)
 	return nil
+}
+
+// Recover computes the recovery latencies: for each applied fault, the time from the end of
+// the faulted request (when the client's watch failed) to the first store delivery after
+// the first watch that opened after it. Deliveries of events relayed before the fault (still
+// in a reflector's pipeline) therefore do not count as recovery.
+func (vr *VariantResult) Recover() {
+	vr.Recovery, vr.RecoveryByKind, vr.LastFaultAt = nil, map[FaultKind][]float64{}, 0
+	opens := slices.Clone(vr.Meter.Opens)
+	slices.Sort(opens)
+	for _, a := range vr.Applied {
+		if a.End == 0 {
+			continue
+		}
+		vr.LastFaultAt = max(vr.LastFaultAt, a.End)
+		o := nextAfter(opens, a.End)
+		if o < 0 {
+			continue
+		}
+		d := nextAfter(vr.StoreTimes, a.End+o)
+		if d < 0 {
+			continue
+		}
+		sec := float64(o+d) / 1e9
+		vr.Recovery = append(vr.Recovery, sec)
+		vr.RecoveryByKind[a.Kind] = append(vr.RecoveryByKind[a.Kind], sec)
+	}
+	if len(vr.Recovery) > 0 {
+		vr.LastFaultToDelivery = vr.Recovery[len(vr.Recovery)-1]
+	}
 }

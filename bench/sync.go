@@ -149,7 +149,7 @@ func SyncChild(variant, server string, n int, watchList bool, out io.Writer) err
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	res.CPUSeconds = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
-	res.MaxRSSKiB = ru.Maxrss
+	res.MaxRSSKiB = peakRSSKiB()
 	runtime.KeepAlive(store)
 	cancel()
 	<-done

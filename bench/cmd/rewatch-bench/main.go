@@ -80,6 +80,20 @@ func main() {
 		wl := fs.Bool("watchlist", false, "")
 		_ = fs.Parse(args)
 		err = bench.SyncChild(*v, *server, *n, *wl, os.Stdout)
+	case "report":
+		_ = fs.Parse(args)
+		var r bench.StormResult
+		b, rerr := os.ReadFile(fs.Arg(0))
+		if rerr == nil {
+			rerr = json.Unmarshal(b, &r)
+		}
+		if rerr == nil {
+			for i := range r.Variants {
+				r.Variants[i].Recover()
+			}
+			bench.WriteStormTable(os.Stdout, &r)
+		}
+		err = rerr
 	case "charts":
 		storm := fs.String("storm", "", "storm JSON result")
 		tput := fs.String("throughput", "", "go test -bench output with the Throughput benchmarks")

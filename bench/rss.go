@@ -1,0 +1,27 @@
+package bench
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// peakRSSKiB is VmHWM from /proc/self/status: this process's own peak RSS. getrusage's
+// ru_maxrss is not usable in a re-executed child: Linux carries the parent's peak across
+// fork and exec, so every child would report at least the parent's RSS.
+func peakRSSKiB() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	return -1
+}
