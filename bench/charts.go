@@ -29,30 +29,36 @@ func barChart(title, ylabel string, names []string, vals []float64, path string)
 	return p.Save(vg.Length(110*len(names))+vg.Points(80), 4*vg.Inch, path)
 }
 
-// StormCharts draws full-state bytes and WATCH/LIST requests per reflector and the recovery
-// latency distributions (box plots, log scale is avoided: box plots of milliseconds).
-func StormCharts(r *StormResult, dir string) error {
+// StormCharts draws, over one or more storm runs, the median full-state bytes per reflector
+// and the pooled recovery latency distributions (box plots plus every point).
+func StormCharts(runs []*StormResult, dir string) error {
 	var names []string
-	var bytes []float64
-	for _, v := range r.Variants {
-		names = append(names, v.Variant)
-		bytes = append(bytes, float64(v.Meter.ListBytes+v.Meter.WatchListBytes)/(1<<20))
+	bytesOf := map[string][]float64{}
+	recov := map[string][]float64{}
+	for _, r := range runs {
+		for i := range r.Variants {
+			v := &r.Variants[i]
+			v.Recover()
+			if _, ok := bytesOf[v.Variant]; !ok {
+				names = append(names, v.Variant)
+			}
+			bytesOf[v.Variant] = append(bytesOf[v.Variant], float64(v.Meter.ListBytes+v.Meter.WatchListBytes)/(1<<20))
+			recov[v.Variant] = append(recov[v.Variant], v.Recovery...)
+		}
 	}
-	if err := barChart(fmt.Sprintf("Storm: full-state bytes (LIST + watch-list), %d objects", r.Options.Objects),
+	var bytes []float64
+	for _, n := range names {
+		bytes = append(bytes, Quantile(bytesOf[n], 0.5))
+	}
+	if err := barChart(fmt.Sprintf("Storm: full-state bytes (LIST + watch-list), median of %d runs", len(runs)),
 		"MiB", names, bytes, filepath.Join(dir, "storm-list-bytes.svg")); err != nil {
 		return err
 	}
 	p := plot.New()
-	p.Title.Text = "Storm: recovery latency (fault → delivery on a new watch)"
-	p.Y.Label.Text = "milliseconds"
-	for i := range r.Variants {
-		r.Variants[i].Recover()
-	}
-	for i, v := range r.Variants {
-		ms := make(plotter.Values, len(v.Recovery))
-		for j, s := range v.Recovery {
-			ms[j] = s * 1000
-		}
+	p.Title.Text = fmt.Sprintf("Storm: recovery latency, %d runs pooled", len(runs))
+	p.Y.Label.Text = "seconds (fault → delivery on a new watch)"
+	for i, n := range names {
+		ms := plotter.Values(recov[n])
 		if len(ms) == 0 {
 			ms = plotter.Values{0}
 		}
@@ -63,7 +69,7 @@ func StormCharts(r *StormResult, dir string) error {
 		p.Add(b)
 		pts := make(plotter.XYs, len(ms))
 		for j, y := range ms {
-			pts[j] = plotter.XY{X: float64(i) + 0.25, Y: y}
+			pts[j] = plotter.XY{X: float64(i) + 0.3, Y: y}
 		}
 		sc, err := plotter.NewScatter(pts)
 		if err != nil {

@@ -95,20 +95,24 @@ func main() {
 		}
 		err = rerr
 	case "charts":
-		storm := fs.String("storm", "", "storm JSON result")
+		storm := fs.String("storm", "", "storm JSON results, comma-separated")
 		tput := fs.String("throughput", "", "go test -bench output with the Throughput benchmarks")
 		dir := fs.String("dir", "bench", "output directory")
 		_ = fs.Parse(args)
 		if *storm != "" {
-			var r bench.StormResult
-			b, rerr := os.ReadFile(*storm)
-			if rerr == nil {
-				rerr = json.Unmarshal(b, &r)
+			var runs []*bench.StormResult
+			for _, f := range strings.Split(*storm, ",") {
+				var r bench.StormResult
+				b, rerr := os.ReadFile(f)
+				if rerr == nil {
+					rerr = json.Unmarshal(b, &r)
+				}
+				if rerr != nil {
+					log.Fatal(rerr)
+				}
+				runs = append(runs, &r)
 			}
-			if rerr == nil {
-				rerr = bench.StormCharts(&r, *dir)
-			}
-			err = rerr
+			err = bench.StormCharts(runs, *dir)
 		}
 		if *tput != "" && err == nil {
 			var f *os.File
