@@ -58,13 +58,11 @@ func newEnv(t *testing.T, b backend, gvr schema.GroupVersionResource, objects in
 		name = name[len(name)-40:]
 	}
 	ns := strings.Trim(fmt.Sprintf("e%d-%s", nsSeq.Add(1), name), "-")
-	if rb, ok := b.(*realBackend); ok {
-		require.NoError(t, rb.ensureNamespace(t.Context(), ns))
-	}
+	require.NoError(t, b.EnsureNamespace(t.Context(), ns))
 	for i := range objects {
-		require.NoError(t, b.put(t.Context(), gvr, ns, fmt.Sprintf("obj-%d", i), "0"))
+		require.NoError(t, b.Put(t.Context(), gvr, ns, fmt.Sprintf("obj-%d", i), "0"))
 	}
-	p, err := faultproxy.New(faultproxy.Config{Upstream: b.url(), Transport: b.transport(), ForceJSON: true})
+	p, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport(), ForceJSON: true})
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 	return &env{t: t, b: b, gvr: gvr, ns: ns, proxy: p, store: driver.NewMemStore()}
@@ -122,7 +120,7 @@ func (e *env) converged() {
 	var want, got map[string]string
 	ok := waitFor(30*time.Second, func() bool {
 		var err error
-		want, err = e.b.list(context.Background(), e.gvr, e.ns)
+		want, err = e.b.List(context.Background(), e.gvr, e.ns)
 		if err != nil {
 			return false
 		}
@@ -159,10 +157,10 @@ func equal(a, b map[string]string) bool {
 func (e *env) write(tag string) {
 	e.t.Helper()
 	ctx := context.Background()
-	require.NoError(e.t, e.b.put(ctx, e.gvr, e.ns, "obj-0", tag))
-	require.NoError(e.t, e.b.put(ctx, e.gvr, e.ns, "new-"+tag, tag))
-	require.NoError(e.t, e.b.del(ctx, e.gvr, e.ns, "new-"+tag))
-	require.NoError(e.t, e.b.put(ctx, e.gvr, e.ns, "kept-"+tag, tag))
+	require.NoError(e.t, e.b.Put(ctx, e.gvr, e.ns, "obj-0", tag))
+	require.NoError(e.t, e.b.Put(ctx, e.gvr, e.ns, "new-"+tag, tag))
+	require.NoError(e.t, e.b.Delete(ctx, e.gvr, e.ns, "new-"+tag))
+	require.NoError(e.t, e.b.Put(ctx, e.gvr, e.ns, "kept-"+tag, tag))
 }
 
 // waitCause waits for a transition with cause c and returns it.
@@ -233,7 +231,7 @@ var (
 func (e *env) report(scenario, note string) {
 	lists, watches := e.proxy.Counts()
 	resultsMu.Lock()
-	results = append(results, result{scenario, e.b.name(), lists, watches, note})
+	results = append(results, result{scenario, e.b.Name(), lists, watches, note})
 	resultsMu.Unlock()
 }
 

@@ -10,8 +10,8 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	printResults()
-	if realStop != nil {
-		realStop()
+	if realShared != nil {
+		realShared.Server.Stop()
 	}
 	if code == 0 {
 		// Every reflector was stopped and every proxy closed: nothing of ours may be left.

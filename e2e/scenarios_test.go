@@ -159,9 +159,9 @@ func TestRealExpiryAfterCompaction(t *testing.T) {
 		e.converged()
 		// Move the server's revision past the reflector's RV elsewhere, then compact.
 		for i := range 3 {
-			require.NoError(t, b.put(context.Background(), configMaps, "default", fmt.Sprintf("elsewhere-%s-%d", e.ns, i), "x"))
+			require.NoError(t, b.Put(context.Background(), configMaps, "default", fmt.Sprintf("elsewhere-%s-%d", e.ns, i), "x"))
 		}
-		require.NoError(t, b.expireHistory(context.Background()))
+		require.NoError(t, b.ExpireHistory(context.Background()))
 		e.waitCause(fsm.CauseExpired)
 		e.waitCause(fsm.CauseListComplete)
 		e.write("a")
@@ -174,11 +174,11 @@ func TestRealExpiryAfterCompaction(t *testing.T) {
 	t.Run("sim", func(t *testing.T) { run(t, newSimBackendWithBookmarks(t, time.Hour)) })
 	t.Run("kube-apiserver", func(t *testing.T) {
 		// Compaction only reaches a watch served by etcd; the watch cache keeps recent history.
-		rb, err := startReal(apiserverNoWatchCache(), false)
+		rb, err := startReal(apiserverNoWatchCache())
 		if err != nil {
 			requireOrSkip(t, err)
 		}
-		t.Cleanup(rb.s.Stop)
+		t.Cleanup(rb.Server.Stop)
 		run(t, rb)
 	})
 }

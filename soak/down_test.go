@@ -38,7 +38,7 @@ func downScenario(t *testing.T, b backend) {
 	r := newRig(t, b, "down")
 	ctx := context.Background()
 	for i := range 5 {
-		require.NoError(t, b.put(ctx, r.ns, fmt.Sprintf("obj-%d", i), "0"))
+		require.NoError(t, b.Put(ctx, configMaps, r.ns, fmt.Sprintf("obj-%d", i), "0"))
 	}
 	r.start(nil)
 	_, err := r.converge(convergeBound)
@@ -48,9 +48,9 @@ func downScenario(t *testing.T, b backend) {
 	downAt := time.Now()
 	// The server changes while the reflector cannot see it.
 	time.Sleep(d / 2)
-	require.NoError(t, b.put(ctx, r.ns, "obj-0", "changed"))
-	require.NoError(t, b.del(ctx, r.ns, "obj-1"))
-	require.NoError(t, b.put(ctx, r.ns, "added", "1"))
+	require.NoError(t, b.Put(ctx, configMaps, r.ns, "obj-0", "changed"))
+	require.NoError(t, b.Delete(ctx, configMaps, r.ns, "obj-1"))
+	require.NoError(t, b.Put(ctx, configMaps, r.ns, "added", "1"))
 	time.Sleep(d - time.Since(downAt))
 	upAt := time.Now()
 	n, at := r.sentBetween(downAt, upAt)
@@ -60,10 +60,10 @@ func downScenario(t *testing.T, b backend) {
 
 	allowed := maxAttempts(d) + 1 // +1: the at-once re-watch when the open stream broke
 	t.Logf("RESULT down %s backend=%s: %d requests while down (allowed %d) at %v; recovered %s after the server returned",
-		d, b.name(), n, allowed, at, took.Round(100*time.Millisecond))
+		d, b.Name(), n, allowed, at, took.Round(100*time.Millisecond))
 	require.LessOrEqual(t, n, allowed, "requests while the server was down exceed the backoff schedule: %v", at)
 	require.GreaterOrEqual(t, n, 2, "the reflector gave up retrying")
-	recordResult("server unreachable (connection refused)", b.name(), fmt.Sprintf("%s down", d),
+	recordResult("server unreachable (connection refused)", b.Name(), fmt.Sprintf("%s down", d),
 		fmt.Sprintf("requests while down: %d (backoff allows %d); lost 0; recovered within %.1f s", n, allowed, took.Seconds()))
 }
 
@@ -94,7 +94,7 @@ func TestAnswerForever(t *testing.T) {
 			r := newRig(t, b, "forever")
 			ctx := context.Background()
 			for i := range 5 {
-				require.NoError(t, b.put(ctx, r.ns, fmt.Sprintf("obj-%d", i), "0"))
+				require.NoError(t, b.Put(ctx, configMaps, r.ns, fmt.Sprintf("obj-%d", i), "0"))
 			}
 			h := r.proxy.AddRule(faultproxy.Rule{Kind: c.kind, Times: -1, Fault: c.fault})
 			start := time.Now()
@@ -110,7 +110,7 @@ func TestAnswerForever(t *testing.T) {
 				}
 			}
 			r.proxy.ClearRules()
-			require.NoError(t, b.put(ctx, r.ns, "after", "1"))
+			require.NoError(t, b.Put(ctx, configMaps, r.ns, "after", "1"))
 			took, err := r.converge(recoverBound)
 			require.NoError(t, err)
 			allowed := c.perTry*maxAttempts(d) + 1

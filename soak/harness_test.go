@@ -56,8 +56,8 @@ type sent struct {
 func newRig(t *testing.T, b backend, prefix string) *rig {
 	t.Helper()
 	ns := fmt.Sprintf("%s-%d", prefix, nsSeq.Add(1))
-	require.NoError(t, b.ensureNamespace(t.Context(), ns))
-	p, err := faultproxy.New(faultproxy.Config{Upstream: b.url(), Transport: b.transport(), ForceJSON: true})
+	require.NoError(t, b.EnsureNamespace(t.Context(), ns))
+	p, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport(), ForceJSON: true})
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 	g, err := newGate(strings.TrimPrefix(p.URL(), "http://"))
@@ -171,7 +171,7 @@ func (r *rig) converge(bound time.Duration) (time.Duration, error) {
 	var lerr error
 	for time.Since(start) < bound {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		want, lerr = r.b.list(ctx, r.ns)
+		want, lerr = r.b.List(ctx, configMaps, r.ns)
 		cancel()
 		if lerr == nil {
 			got = r.store.Versions()

@@ -31,8 +31,8 @@ func ci() bool { return os.Getenv("CI") == "true" }
 func TestMain(m *testing.M) {
 	code := m.Run()
 	printResults()
-	if realStop != nil {
-		realStop()
+	if realShared != nil {
+		realShared.Server.Stop()
 	}
 	os.Exit(code)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/internal/testbackend"
 )
 
 // Tolerances for "heap and goroutines stay flat", between the first and the last round.
@@ -90,36 +91,36 @@ func proxyFaults() []fault {
 	}
 }
 
-func simFaults(b *simBackend) []fault {
+func simFaults(b *testbackend.Sim) []fault {
 	return append([]fault{
 		{"compact", func(r *rig, _ *rand.Rand) (func() error, error) {
 			// Hold the reflector off for a second while the writers go on, then forget all
 			// history: the re-watch from its last RV gets 410 Expired.
 			holdOff(r)
-			b.s.DropWatches()
+			b.Server.DropWatches()
 			time.Sleep(300 * time.Millisecond)
-			b.s.Compact()
+			b.Server.Compact()
 			return func() error { r.proxy.ClearRules(); return nil }, nil
 		}},
 	}, proxyFaults()...)
 }
 
-func realFaults(b *realBackend) []fault {
+func realFaults(b *testbackend.Real) []fault {
 	return append([]fault{
 		{"etcd-pause", func(r *rig, _ *rand.Rand) (func() error, error) {
-			if err := b.s.PauseEtcd(); err != nil {
+			if err := b.Server.PauseEtcd(); err != nil {
 				return nil, err
 			}
-			return b.s.ResumeEtcd, nil
+			return b.Server.ResumeEtcd, nil
 		}},
 		{"apiserver-restart", func(r *rig, _ *rand.Rand) (func() error, error) {
-			before := b.s.URL()
+			before := b.Server.URL()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			if err := b.s.RestartAPIServer(ctx); err != nil {
+			if err := b.Server.RestartAPIServer(ctx); err != nil {
 				return nil, err
 			}
-			if after := b.s.URL(); after != before {
+			if after := b.Server.URL(); after != before {
 				return nil, fmt.Errorf("kube-apiserver URL changed on restart: %s → %s", before, after)
 			}
 			return func() error { return nil }, nil
@@ -131,7 +132,7 @@ func realFaults(b *realBackend) []fault {
 			r.gate.Kick()
 			time.Sleep(300 * time.Millisecond)
 			// The re-watch comes from a compacted RV; the watch cache may still serve it.
-			if err := b.s.Compact(ctx); err != nil {
+			if err := b.Server.Compact(ctx); err != nil {
 				return nil, err
 			}
 			return func() error { r.proxy.ClearRules(); return nil }, nil
@@ -185,11 +186,11 @@ func startWriters(b backend, ns string, n int, every time.Duration, seed uint64)
 				name := fmt.Sprintf("k-%d-%d", i, rng.IntN(15))
 				var err error
 				if rng.IntN(4) == 0 {
-					if err = b.del(ctx, ns, name); apierrors.IsNotFound(err) {
+					if err = b.Delete(ctx, configMaps, ns, name); apierrors.IsNotFound(err) {
 						err = nil
 					}
 				} else {
-					err = b.put(ctx, ns, name, fmt.Sprintf("%d-%d", i, seq))
+					err = b.Put(ctx, configMaps, ns, name, fmt.Sprintf("%d-%d", i, seq))
 				}
 				cancel()
 				w.mu.RUnlock()
@@ -236,7 +237,7 @@ func runSoak(t *testing.T, b backend, faults []fault, dur, hold, writeEvery time
 	r := newRig(t, b, "soak")
 	ctx := context.Background()
 	for i := range 20 {
-		require.NoError(t, b.put(ctx, r.ns, fmt.Sprintf("seed-%d", i), "0"))
+		require.NoError(t, b.Put(ctx, configMaps, r.ns, fmt.Sprintf("seed-%d", i), "0"))
 	}
 	r.start(nil)
 	_, err := r.converge(convergeBound)
@@ -315,13 +316,13 @@ func runSoak(t *testing.T, b backend, faults []fault, dur, hold, writeEvery time
 	}
 	sort.Strings(cs)
 	st := r.r.Stats()
-	t.Logf("RESULT soak %s on %s, seed %d: %d rounds; faults: %s", time.Since(start).Round(time.Second), b.name(), seed, rounds, strings.Join(per, ", "))
+	t.Logf("RESULT soak %s on %s, seed %d: %d rounds; faults: %s", time.Since(start).Round(time.Second), b.Name(), seed, rounds, strings.Join(per, ", "))
 	t.Logf("RESULT converged within %.2f s at worst (%.2f s beyond the backoff wait left, bound %s; longest wait left %.1f s); writes ok %d, failed during faults %d; store RVs checked %d, backwards %d",
 		maxConv.Seconds(), maxBeyond.Seconds(), convergeBound, maxWait.Seconds(), w.ok.Load(), w.fail.Load(), checked, len(back))
 	t.Logf("RESULT goroutines %d → %d, heap %.1f → %.1f MiB; lists %d, watches %d, lists avoided %d; causes: %s",
 		first.goroutines, last.goroutines, float64(first.heap)/(1<<20), float64(last.heap)/(1<<20),
 		st.Lists, st.Watches, st.ListsAvoided, strings.Join(cs, " "))
-	recordResult("chaos soak: "+strings.Join(per, ", "), b.name(), fmt.Sprintf("%s, %d rounds, seed %d, %d writes (%d failed during faults)", time.Since(start).Round(time.Second), rounds, seed, w.ok.Load()+w.fail.Load(), w.fail.Load()),
+	recordResult("chaos soak: "+strings.Join(per, ", "), b.Name(), fmt.Sprintf("%s, %d rounds, seed %d, %d writes (%d failed during faults)", time.Since(start).Round(time.Second), rounds, seed, w.ok.Load()+w.fail.Load(), w.fail.Load()),
 		fmt.Sprintf("lost/stale/phantom 0; converged within %.2f s after the fault cleared (%.2f s beyond the backoff wait in progress; bound: wait + %s; longest wait %.1f s); RV backwards %d of %d; goroutines %d→%d; heap %.1f→%.1f MiB; LISTs %d, WATCHes %d; expired=%d",
 			maxConv.Seconds(), maxBeyond.Seconds(), convergeBound, maxWait.Seconds(), len(back), checked, first.goroutines, last.goroutines, float64(first.heap)/(1<<20), float64(last.heap)/(1<<20), st.Lists, st.Watches, causes[fsm.CauseExpired]+causes[fsm.CauseExpiredAgain]))
 
