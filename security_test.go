@@ -5,7 +5,6 @@ package rewatch_test
 // unless full capture is asked for.
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -23,7 +22,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,6 +31,7 @@ import (
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/backoff"
+	"github.com/rewatch/rewatch/internal/syncbuf"
 )
 
 const (
@@ -153,7 +152,7 @@ func (h *hostileServer) serve(w http.ResponseWriter, r *http.Request) {
 // journal, Run's error and the errors of New and FromRESTConfig.
 func capturedRun(t *testing.T, h *hostileServer, full bool, certPEM, keyPEM []byte) (all, journalText string) {
 	t.Helper()
-	var logs, jr syncBuffer
+	var logs, jr syncbuf.Buffer
 	rc := &rest.Config{
 		Host: h.srv.URL, BearerToken: secretToken,
 		TLSClientConfig: rest.TLSClientConfig{
@@ -237,7 +236,7 @@ func TestTLSVerificationOnByDefault(t *testing.T) {
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cfg, err := rewatch.FromRESTConfig(&rest.Config{Host: srv.URL, BearerToken: secretToken})
 	require.NoError(t, err)
 	cfg.Resource = rewatch.Resource{Version: "v1", Resource: "configmaps", Namespace: "default"}
@@ -264,22 +263,4 @@ func waitUntil(d time.Duration, cond func() bool) bool {
 		}
 	}
 	return cond()
-}
-
-// syncBuffer is a bytes.Buffer safe for the reflector's goroutine and the test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

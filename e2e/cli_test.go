@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/internal/syncbuf"
 )
 
 // buildCLI builds cmd/rewatch once per test binary.
@@ -50,7 +49,7 @@ current-context: proxy
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "watch", "--resource", "configmaps", "--namespace", e.ns,
 		"--kubeconfig", kubeconfig, "--journal", journalPath)
-	var stdout, stderr lockedBuffer
+	var stdout, stderr syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
 	ok := waitFor(30*time.Second, func() bool { return len(e.requests(faultproxy.Watch)) >= 2 })
@@ -74,22 +73,4 @@ current-context: proxy
 	require.NoError(t, err, "%s", replay)
 	require.True(t, strings.Contains(string(replay), "too-many-requests"), "%s", replay)
 	e.report("CLI `rewatch watch` (429 at start, then 410)", "journal replays with --check")
-}
-
-// lockedBuffer is written by the command's copying goroutines while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,19 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/rewatch/rewatch/internal/syncbuf"
 	"github.com/rewatch/rewatch/sim"
 )
 
@@ -22,27 +21,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
 }
 
-// syncBuffer lets a test read output while the command is still writing it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func runCLI(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb syncBuffer
+	var out, errb syncbuf.Buffer
 	code = run(ctx, args, &out, &errb)
 	return code, out.String(), errb.String()
 }
@@ -231,7 +212,7 @@ func TestWatchPrintsTransitionsAndSummary(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb syncBuffer
+	var out, errb syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"watch", "--resource", "configmaps", "--namespace", "default", "--kubeconfig", kubeconfig,
