@@ -22,6 +22,7 @@ type Meter struct {
 	listBytes      int64
 	watchListBytes int64
 	opens, fails   []int64 // unix nanos
+	requests       []int64 // unix nanos: when each LIST, watch-list or WATCH request was sent
 	stopping       atomic.Bool
 }
 
@@ -30,6 +31,7 @@ type MeterCounts struct {
 	Lists, ListOps, Watches, WatchLists int
 	ListBytes, WatchListBytes           int64
 	Opens, Fails                        []int64
+	Requests                            []int64
 }
 
 // Stop makes the meter ignore failures from now on (the reflector is being shut down).
@@ -40,7 +42,8 @@ func (m *Meter) Counts() MeterCounts {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return MeterCounts{Lists: m.lists, ListOps: m.listOps, Watches: m.watches, WatchLists: m.watchLists, ListBytes: m.listBytes,
-		WatchListBytes: m.watchListBytes, Opens: append([]int64(nil), m.opens...), Fails: append([]int64(nil), m.fails...)}
+		WatchListBytes: m.watchListBytes, Opens: append([]int64(nil), m.opens...), Fails: append([]int64(nil), m.fails...),
+		Requests: append([]int64(nil), m.requests...)}
 }
 
 func (m *Meter) fail() {
@@ -58,6 +61,9 @@ func (m *Meter) RoundTrip(req *http.Request) (*http.Response, error) {
 	isWatch := req.Method == http.MethodGet && (w == "1" || w == "true")
 	isWatchList := isWatch && q.Get("sendInitialEvents") == "true"
 	m.mu.Lock()
+	if req.Method == http.MethodGet {
+		m.requests = append(m.requests, time.Now().UnixNano())
+	}
 	switch {
 	case isWatchList:
 		m.watchLists++

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,8 @@ type Target struct {
 	WatchList bool
 	// PageSize for rewatch (0: default 500).
 	PageSize int64
+	// Journal, when set, receives rewatch's event journal (other variants have none).
+	Journal io.Writer
 }
 
 // NewStoreFor returns the store each variant uses by default: rewatch's MemStore, client-go's
@@ -59,7 +62,7 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 	switch variant {
 	case VariantRewatch:
 		r, err := rewatch.New(rewatch.Config{
-			Client: &http.Client{Transport: rt}, Server: t.Server, Store: store, WatchList: t.WatchList, PageSize: t.PageSize,
+			Client: &http.Client{Transport: rt}, Server: t.Server, Store: store, WatchList: t.WatchList, PageSize: t.PageSize, Journal: t.Journal,
 			Resource: rewatch.Resource{Group: t.GVR.Group, Version: t.GVR.Version, Resource: t.GVR.Resource, Namespace: t.Namespace},
 		})
 		if err != nil {

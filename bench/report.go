@@ -39,6 +39,20 @@ func WriteStormTable(w io.Writer, r *StormResult) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Recovery (fault → first store delivery after the next watch opened) by fault kind, p50 / max milliseconds:")
 	fmt.Fprintln(w)
+	writeByKind(w, r.Variants, func(v VariantResult) map[FaultKind][]float64 { return v.RecoveryByKind })
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Wait (fault → the reflector's next LIST or WATCH request: its backoff or Retry-After) by fault kind, p50 / max milliseconds:")
+	fmt.Fprintln(w)
+	writeByKind(w, r.Variants, func(v VariantResult) map[FaultKind][]float64 { return v.WaitByKind })
+	for _, v := range r.Variants {
+		if v.Err != "" {
+			fmt.Fprintf(w, "\n%s error: %s\n", v.Variant, v.Err)
+		}
+	}
+}
+
+// writeByKind writes one row per reflector of p50 / max milliseconds per fault kind.
+func writeByKind(w io.Writer, vs []VariantResult, of func(VariantResult) map[FaultKind][]float64) {
 	kinds := []FaultKind{Open429, Open429RA, Event429, EventIE, EventReset, Event410}
 	fmt.Fprint(w, "| reflector |")
 	for _, k := range kinds {
@@ -49,18 +63,13 @@ func WriteStormTable(w io.Writer, r *StormResult) {
 		fmt.Fprint(w, "---|")
 	}
 	fmt.Fprintln(w)
-	for _, v := range r.Variants {
+	for _, v := range vs {
 		fmt.Fprintf(w, "| %s |", v.Variant)
 		for _, k := range kinds {
-			xs := v.RecoveryByKind[k]
+			xs := of(v)[k]
 			fmt.Fprintf(w, " %.0f / %.0f (n=%d) |", 1000*Quantile(xs, 0.5), 1000*Quantile(xs, 1), len(xs))
 		}
 		fmt.Fprintln(w)
-	}
-	for _, v := range r.Variants {
-		if v.Err != "" {
-			fmt.Fprintf(w, "\n%s error: %s\n", v.Variant, v.Err)
-		}
 	}
 }
 

@@ -35,9 +35,14 @@ type StormOptions struct {
 	Mix        Mix
 	Seed       uint64
 	Variants   []string
-	WriteEvery time.Duration        // one configmap update per interval while the storm runs
-	Self       string               // the bench binary, re-executed as "storm-child"
-	Logf       func(string, ...any) `json:"-"`
+	WriteEvery time.Duration // one configmap update per interval while the storm runs
+	Self       string        // the bench binary, re-executed as "storm-child"
+	// Journal is a file for rewatch's event journal ("": none): the transitions behind its
+	// LISTs and waits.
+	Journal string
+	// MaxDuration bounds the wait for every reflector to consume the schedule.
+	MaxDuration time.Duration
+	Logf        func(string, ...any) `json:"-"`
 }
 
 // ChildResult is what a storm-child reports.
@@ -55,10 +60,13 @@ type ChildResult struct {
 // VariantResult is one reflector's storm outcome.
 type VariantResult struct {
 	ChildResult
-	Applied                      []Applied
-	ProxyLists, ProxyWatches     int
-	Recovery                     []float64 // seconds, per applied fault: fault end → next store mutation
-	RecoveryByKind               map[FaultKind][]float64
+	Applied                  []Applied
+	ProxyLists, ProxyWatches int
+	Recovery                 []float64 // seconds, per applied fault: fault end → next store mutation
+	RecoveryByKind           map[FaultKind][]float64
+	// WaitByKind is, per fault kind, the time from the fault to the reflector's next request
+	// (LIST or WATCH): the backoff or Retry-After wait it chose, seen from the wire.
+	WaitByKind                   map[FaultKind][]float64
 	LastFaultToDelivery          float64 // seconds
 	WriterStopToConverged        float64 // seconds; -1 never
 	WriterStoppedAt, LastFaultAt int64
@@ -145,6 +153,9 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 		go func() { _ = srv.Serve(ln) }()
 		cmd := exec.CommandContext(ctx, o.Self, "storm-child", "-variant", v, "-server", "http://"+ln.Addr().String(),
 			"-ns", stormNS, "-n", fmt.Sprint(o.Objects))
+		if v == VariantRewatch && o.Journal != "" {
+			cmd.Args = append(cmd.Args, "-journal", o.Journal)
+		}
 		cmd.Env = os.Environ()
 		if v == VariantCGList {
 			cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient=false")
@@ -181,8 +192,8 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 		select {
 		case <-c.front.Done():
 			logf("%s: schedule done", c.variant)
-		case <-time.After(30 * time.Minute):
-			logf("%s: schedule NOT done after 30 min (%d/%d applied)", c.variant, len(c.front.Applied()), len(res.Schedule))
+		case <-time.After(o.MaxDuration):
+			logf("%s: schedule NOT done after %s (%d/%d applied)", c.variant, o.MaxDuration, len(c.front.Applied()), len(res.Schedule))
 		case <-ctx.Done():
 			stopWriter()
 			return nil, ctx.Err()
@@ -324,15 +335,24 @@ func serverVersions(ctx context.Context, cs kubernetes.Interface) (map[string]st
 }
 
 // StormChild is the child side: run one reflector through the front at server, report.
-func StormChild(variant, server, ns string, n int, in io.Reader, out io.Writer) error {
+func StormChild(variant, server, ns string, n int, journal string, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	meter := &Meter{Base: http.DefaultTransport.(*http.Transport).Clone()}
 	store := NewStoreFor(variant)
+	t := Target{Server: server, GVR: sim.ConfigMaps, Namespace: ns, Transport: meter}
+	if journal != "" {
+		f, err := os.Create(journal)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		defer bw.Flush()
+		t.Journal = bw
+	}
 	done := make(chan error, 1)
-	go func() {
-		done <- RunReflector(ctx, variant, Target{Server: server, GVR: sim.ConfigMaps, Namespace: ns, Transport: meter}, store)
-	}()
+	go func() { done <- RunReflector(ctx, variant, t, store) }()
 	res := ChildResult{Variant: variant}
 	for store.Len() < n {
 		time.Sleep(20 * time.Millisecond)
@@ -391,14 +411,19 @@ func StormChild(variant, server, ns string, n int, in io.Reader, out io.Writer) 
 // the first watch that opened after it. Deliveries of events relayed before the fault (still
 // in a reflector's pipeline) therefore do not count as recovery.
 func (vr *VariantResult) Recover() {
-	vr.Recovery, vr.RecoveryByKind, vr.LastFaultAt = nil, map[FaultKind][]float64{}, 0
+	vr.Recovery, vr.RecoveryByKind, vr.WaitByKind, vr.LastFaultAt = nil, map[FaultKind][]float64{}, map[FaultKind][]float64{}, 0
 	opens := slices.Clone(vr.Meter.Opens)
 	slices.Sort(opens)
+	requests := slices.Clone(vr.Meter.Requests)
+	slices.Sort(requests)
 	for _, a := range vr.Applied {
 		if a.End == 0 {
 			continue
 		}
 		vr.LastFaultAt = max(vr.LastFaultAt, a.End)
+		if w := nextAfter(requests, a.End); w >= 0 {
+			vr.WaitByKind[a.Kind] = append(vr.WaitByKind[a.Kind], float64(w)/1e9)
+		}
 		o := nextAfter(opens, a.End)
 		if o < 0 {
 			continue

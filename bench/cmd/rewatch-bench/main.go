@@ -36,25 +36,32 @@ func main() {
 		every := fs.Duration("write-every", 20*time.Millisecond, "writer interval")
 		variants := fs.String("variants", strings.Join(bench.Variants, ","), "reflectors")
 		out := fs.String("out", "bench/results", "directory for JSON results")
+		maxDur := fs.Duration("max-duration", 90*time.Minute, "give up waiting for a reflector to consume the schedule after this")
 		_ = fs.Parse(args)
 		self, _ := os.Executable()
+		stamp := time.Now().Format("20060102-150405")
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			log.Fatal(err)
+		}
+		journal, _ := filepath.Abs(filepath.Join(*out, "storm-"+stamp+"-rewatch.journal"))
 		m := bench.IssueMix
 		sc := func(x int) int { return max(1, int(float64(x)**scale+0.5)) }
 		m = bench.Mix{Open429: sc(m.Open429), Event429: sc(m.Event429), EventIE: sc(m.EventIE), EventReset: sc(m.EventReset), Event410: m.Event410}
 		var r *bench.StormResult
 		r, err = bench.RunStorm(ctx, bench.StormOptions{Objects: *n, Mix: m, Seed: *seed, Variants: strings.Split(*variants, ","),
-			WriteEvery: *every, Self: self, Logf: log.Printf})
+			WriteEvery: *every, Self: self, Journal: journal, MaxDuration: *maxDur, Logf: log.Printf})
 		if err == nil {
 			bench.WriteStormTable(os.Stdout, r)
-			err = save(*out, "storm", r)
+			err = saveAs(filepath.Join(*out, "storm-"+stamp+".json"), r)
 		}
 	case "storm-child":
 		v := fs.String("variant", "", "")
 		server := fs.String("server", "", "")
 		ns := fs.String("ns", "", "")
 		n := fs.Int("n", 0, "")
+		journal := fs.String("journal", "", "")
 		_ = fs.Parse(args)
-		err = bench.StormChild(*v, *server, *ns, *n, os.Stdin, os.Stdout)
+		err = bench.StormChild(*v, *server, *ns, *n, *journal, os.Stdin, os.Stdout)
 	case "sync":
 		sizes := fs.String("sizes", "10000,50000", "object counts")
 		reps := fs.Int("repeat", 3, "repetitions per case")
@@ -133,11 +140,14 @@ func save(dir, name string, v any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	return saveAs(filepath.Join(dir, fmt.Sprintf("%s-%s.json", name, time.Now().Format("20060102-150405"))), v)
+}
+
+func saveAs(p string, v any) error {
 	b, err := json.MarshalIndent(v, "", " ")
 	if err != nil {
 		return err
 	}
-	p := filepath.Join(dir, fmt.Sprintf("%s-%s.json", name, time.Now().Format("20060102-150405")))
 	log.Printf("wrote %s", p)
 	return os.WriteFile(p, b, 0o644)
 }
