@@ -79,20 +79,24 @@ func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
 // the rewatch/client-go ratio of the medians for the same list mode.
 func WriteSyncTable(w io.Writer, rs []SyncResult) {
 	type key struct {
-		n  int
-		v  string
-		wl bool
+		server string
+		n      int
+		v      string
+		wl     bool
 	}
 	groups := map[key][]SyncResult{}
 	var keys []key
 	for _, r := range rs {
-		k := key{r.Objects, r.Variant, r.WatchList}
+		k := key{r.Server, r.Objects, r.Variant, r.WatchList}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
 		groups[k] = append(groups[k], r)
 	}
 	slices.SortFunc(keys, func(a, b key) int {
+		if a.server != b.server {
+			return strings.Compare(a.server, b.server)
+		}
 		if a.n != b.n {
 			return a.n - b.n
 		}
@@ -111,8 +115,8 @@ func WriteSyncTable(w io.Writer, rs []SyncResult) {
 		}
 		return Quantile(xs, 0.5), fmt.Sprintf("%.2f [%.2f–%.2f]", Quantile(xs, 0.5), Quantile(xs, 0), Quantile(xs, 1))
 	}
-	fmt.Fprintln(w, "| objects | mode | reflector | runs | sync s median [min–max] | peak heap MiB | retained heap MiB | retained KiB/object | peak RSS MiB | CPU s |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| server | objects | mode | reflector | runs | sync s median [min–max] | peak heap MiB | retained heap MiB | retained KiB/object | peak RSS MiB | CPU s | requests |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, k := range keys {
 		g := groups[k]
 		mode := "paginated LIST"
@@ -125,7 +129,12 @@ func WriteSyncTable(w io.Writer, rs []SyncResult) {
 		_, per := col(g, func(r SyncResult) float64 { return float64(r.RetainedHeapBytes) / 1024 / float64(r.Objects) })
 		_, rss := col(g, func(r SyncResult) float64 { return float64(r.MaxRSSKiB) / 1024 })
 		_, cpu := col(g, func(r SyncResult) float64 { return r.CPUSeconds })
-		fmt.Fprintf(w, "| %d | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", k.n, mode, k.v, len(g), s, ph, rh, per, rss, cpu)
+		m := g[0].Requests
+		req := fmt.Sprintf("%d LIST pages, %s", m.Lists, mib(m.ListBytes))
+		if k.wl {
+			req = fmt.Sprintf("%d watch-list, %s", m.WatchLists, mib(m.WatchListBytes))
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", k.server, k.n, mode, k.v, len(g), s, ph, rh, per, rss, cpu, req)
 	}
 	for _, r := range rs {
 		if r.Err != "" {

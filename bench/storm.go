@@ -88,25 +88,13 @@ var payload = strings.Repeat("x", 1000)
 // variant, all at once on the same objects and the same schedule.
 func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	logf := o.Logf
-	if err := apiserver.EnsureBuilt(ctx); err != nil {
-		return nil, err
-	}
-	s, err := apiserver.Start(ctx, apiserver.Options{})
+	s, cs, err := startServer(ctx, stormNS)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Stop()
-	rc := rest.CopyConfig(s.RESTConfig())
-	rc.QPS, rc.Burst = 2000, 4000
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stormNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, err
-	}
 	t0 := time.Now()
-	if err := populate(ctx, cs, o.Objects); err != nil {
+	if err := populate(ctx, cs, stormNS, 0, o.Objects); err != nil {
 		return nil, err
 	}
 	res := &StormResult{Options: o, Schedule: Schedule(o.Mix, o.Seed), Populate: time.Since(t0)}
@@ -238,6 +226,32 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	return res, nil
 }
 
+// startServer starts a real kube-apiserver (building it first if needed) with namespace ns
+// and returns a clientset that may write fast.
+func startServer(ctx context.Context, ns string) (*apiserver.Server, kubernetes.Interface, error) {
+	if err := apiserver.EnsureBuilt(ctx); err != nil {
+		return nil, nil, err
+	}
+	s, err := apiserver.Start(ctx, apiserver.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	rc := rest.CopyConfig(s.RESTConfig())
+	rc.QPS, rc.Burst = 2000, 4000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err == nil {
+		_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err != nil {
+		s.Stop()
+		return nil, nil, err
+	}
+	return s, cs, nil
+}
+
 // nextAfter is the delay from t to the first time in ts after t, or -1.
 func nextAfter(ts []int64, t int64) int64 {
 	i, _ := slices.BinarySearch(ts, t+1)
@@ -272,12 +286,13 @@ func waitLine(ctx context.Context, lines <-chan string, prefix string, d time.Du
 	}
 }
 
-func configMap(i int, v string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%05d", i), Namespace: stormNS},
+func configMap(ns string, i int, v string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%05d", i), Namespace: ns},
 		Data: map[string]string{"payload": payload, "v": v}}
 }
 
-func populate(ctx context.Context, cs kubernetes.Interface, n int) error {
+// populate creates configmaps cm-<from> … cm-<to-1> of ~1 KiB in ns, 16 at a time.
+func populate(ctx context.Context, cs kubernetes.Interface, ns string, from, to int) error {
 	work := make(chan int)
 	errs := make(chan error, 16)
 	var wg sync.WaitGroup
@@ -286,7 +301,7 @@ func populate(ctx context.Context, cs kubernetes.Interface, n int) error {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				_, err := cs.CoreV1().ConfigMaps(stormNS).Create(ctx, configMap(i, "0"), metav1.CreateOptions{})
+				_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap(ns, i, "0"), metav1.CreateOptions{})
 				if err != nil && !apierrors.IsAlreadyExists(err) {
 					select {
 					case errs <- err:
@@ -296,7 +311,7 @@ func populate(ctx context.Context, cs kubernetes.Interface, n int) error {
 			}
 		}()
 	}
-	for i := range n {
+	for i := from; i < to; i++ {
 		work <- i
 	}
 	close(work)
@@ -318,7 +333,7 @@ func writer(ctx context.Context, cs kubernetes.Interface, n int, every time.Dura
 			return
 		case <-t.C:
 		}
-		_, _ = cs.CoreV1().ConfigMaps(stormNS).Update(ctx, configMap(i%n, fmt.Sprint(i)), metav1.UpdateOptions{})
+		_, _ = cs.CoreV1().ConfigMaps(stormNS).Update(ctx, configMap(stormNS, i%n, fmt.Sprint(i)), metav1.UpdateOptions{})
 	}
 }
 

@@ -6,19 +6,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/rest"
+
+	"github.com/rewatch/rewatch/internal/faultproxy"
 	"github.com/rewatch/rewatch/sim"
 )
 
+const syncNS = "bench"
+
 // SyncResult is one initial-sync measurement (one child process).
 type SyncResult struct {
+	Server    string // "real" or "sim"
 	Variant   string
 	WatchList bool
 	Objects   int
@@ -29,15 +37,20 @@ type SyncResult struct {
 	PeakHeapBytes, RetainedHeapBytes uint64
 	MaxRSSKiB                        int64
 	CPUSeconds                       float64
-	Err                              string
+	// Requests is what the reflector asked for (LIST pages and bytes, watch-list streams).
+	Requests MeterCounts
+	Err      string
 }
 
 // SyncOptions configures RunSync.
 type SyncOptions struct {
 	Sizes   []int
 	Repeats int
-	Self    string
-	Logf    func(string, ...any)
+	// Server is "real" (kube-apiserver + etcd from .cache/bin, reached through the fault
+	// proxy with no faults armed) or "sim" (the in-process simulator, MaxPageSize 500).
+	Server string
+	Self   string
+	Logf   func(string, ...any)
 }
 
 // SyncCase is a reflector and list mode.
@@ -49,35 +62,70 @@ type SyncCase struct {
 // SyncCases are the initial-sync comparisons: paginated LIST and WatchList, each reflector.
 var SyncCases = []SyncCase{{VariantRewatch, false}, {VariantCGList, false}, {VariantRewatch, true}, {VariantClientGo, true}}
 
-// RunSync fills the simulator with n ~1 KiB configmaps per size, then measures each case
-// in its own process, Repeats times, rotating the order.
+// RunSync fills a server with n ~1 KiB configmaps per size (ascending; the objects of a
+// smaller size are kept and topped up), then measures each case in its own process, Repeats
+// times, rotating the order.
 func RunSync(ctx context.Context, o SyncOptions) ([]SyncResult, error) {
-	var out []SyncResult
-	for _, n := range o.Sizes {
-		s := sim.New(sim.Options{MaxPageSize: 500})
-		url, err := s.Start()
+	sizes := slices.Sorted(slices.Values(o.Sizes))
+	var fill func(from, to int) error
+	var url string
+	switch o.Server {
+	case "real":
+		s, cs, err := startServer(ctx, syncNS)
 		if err != nil {
 			return nil, err
 		}
-		for i := range n {
-			if _, err := s.Create(sim.ConfigMaps, "bench", fmt.Sprintf("cm-%05d", i), map[string]string{"payload": payload}); err != nil {
-				s.Close()
-				return nil, err
-			}
+		defer s.Stop()
+		upstream, err := rest.TransportFor(s.RESTConfig())
+		if err != nil {
+			return nil, err
 		}
+		p, err := faultproxy.New(faultproxy.Config{Upstream: s.URL(), Transport: upstream, ForceJSON: true})
+		if err != nil {
+			return nil, err
+		}
+		defer p.Close()
+		url = p.URL()
+		fill = func(from, to int) error { return populate(ctx, cs, syncNS, from, to) }
+	case "sim":
+		s := sim.New(sim.Options{MaxPageSize: 500})
+		var err error
+		if url, err = s.Start(); err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		fill = func(from, to int) error {
+			for i := from; i < to; i++ {
+				if _, err := s.Create(sim.ConfigMaps, syncNS, fmt.Sprintf("cm-%05d", i), map[string]string{"payload": payload}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	default:
+		return nil, fmt.Errorf("unknown server %q (real or sim)", o.Server)
+	}
+	var out []SyncResult
+	have := 0
+	for _, n := range sizes {
+		t0 := time.Now()
+		if err := fill(have, n); err != nil {
+			return nil, err
+		}
+		o.Logf("%s server: %d configmaps (created %d in %s)", o.Server, n, n-have, time.Since(t0).Round(time.Millisecond))
+		have = n
 		for rep := range o.Repeats {
 			for k := range SyncCases {
 				c := SyncCases[(k+rep)%len(SyncCases)]
 				r, err := syncOnce(ctx, o.Self, url, c, n)
 				if err != nil {
-					s.Close()
 					return nil, err
 				}
+				r.Server = o.Server
 				o.Logf("sync n=%d %s watchList=%v: %.2fs peak heap %.0f MiB", n, c.Variant, c.WatchList, r.SyncSeconds, float64(r.PeakHeapBytes)/(1<<20))
 				out = append(out, r)
 			}
 		}
-		s.Close()
 	}
 	return out, nil
 }
@@ -126,10 +174,11 @@ func SyncChild(variant, server string, n int, watchList bool, out io.Writer) err
 			}
 		}
 	}()
+	meter := &Meter{Base: http.DefaultTransport.(*http.Transport).Clone()}
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() {
-		done <- RunReflector(ctx, variant, Target{Server: server, GVR: sim.ConfigMaps, Namespace: "bench", WatchList: watchList}, store)
+		done <- RunReflector(ctx, variant, Target{Server: server, GVR: sim.ConfigMaps, Namespace: syncNS, WatchList: watchList, Transport: meter}, store)
 	}()
 	res := SyncResult{Variant: variant, WatchList: watchList, Objects: n}
 	deadline := time.Now().Add(5 * time.Minute)
@@ -150,6 +199,8 @@ func SyncChild(variant, server string, n int, watchList bool, out io.Writer) err
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	res.CPUSeconds = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 	res.MaxRSSKiB = peakRSSKiB()
+	res.Requests = meter.Counts()
+	res.Requests.Opens, res.Requests.Fails, res.Requests.Requests = nil, nil, nil
 	runtime.KeepAlive(store)
 	cancel()
 	<-done

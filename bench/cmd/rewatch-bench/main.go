@@ -65,6 +65,7 @@ func main() {
 	case "sync":
 		sizes := fs.String("sizes", "10000,50000", "object counts")
 		reps := fs.Int("repeat", 3, "repetitions per case")
+		server := fs.String("server", "real", "real (kube-apiserver through the fault proxy) or sim (in-process simulator)")
 		out := fs.String("out", "bench/results", "directory for JSON results")
 		_ = fs.Parse(args)
 		self, _ := os.Executable()
@@ -75,7 +76,7 @@ func main() {
 			ns = append(ns, n)
 		}
 		var r []bench.SyncResult
-		r, err = bench.RunSync(ctx, bench.SyncOptions{Sizes: ns, Repeats: *reps, Self: self, Logf: log.Printf})
+		r, err = bench.RunSync(ctx, bench.SyncOptions{Sizes: ns, Repeats: *reps, Server: *server, Self: self, Logf: log.Printf})
 		if err == nil {
 			bench.WriteSyncTable(os.Stdout, r)
 			err = save(*out, "sync", r)
