@@ -115,8 +115,8 @@ func WriteSyncTable(w io.Writer, rs []SyncResult) {
 		}
 		return Quantile(xs, 0.5), fmt.Sprintf("%.2f [%.2f–%.2f]", Quantile(xs, 0.5), Quantile(xs, 0), Quantile(xs, 1))
 	}
-	fmt.Fprintln(w, "| server | objects | mode | reflector | runs | sync s median [min–max] | peak heap MiB | retained heap MiB | retained KiB/object | peak RSS MiB | CPU s | requests |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| server | objects | mode | reflector | runs | sync s median [min–max] | peak heap MiB | peak live heap MiB | retained heap MiB | retained KiB/object | peak RSS MiB | CPU s | requests |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, k := range keys {
 		g := groups[k]
 		mode := "paginated LIST"
@@ -125,6 +125,7 @@ func WriteSyncTable(w io.Writer, rs []SyncResult) {
 		}
 		_, s := col(g, func(r SyncResult) float64 { return r.SyncSeconds })
 		_, ph := col(g, func(r SyncResult) float64 { return float64(r.PeakHeapBytes) / (1 << 20) })
+		_, pl := col(g, func(r SyncResult) float64 { return float64(r.PeakLiveBytes) / (1 << 20) })
 		_, rh := col(g, func(r SyncResult) float64 { return float64(r.RetainedHeapBytes) / (1 << 20) })
 		_, per := col(g, func(r SyncResult) float64 { return float64(r.RetainedHeapBytes) / 1024 / float64(r.Objects) })
 		_, rss := col(g, func(r SyncResult) float64 { return float64(r.MaxRSSKiB) / 1024 })
@@ -134,7 +135,7 @@ func WriteSyncTable(w io.Writer, rs []SyncResult) {
 		if k.wl {
 			req = fmt.Sprintf("%d watch-list, %s", m.WatchLists, mib(m.WatchListBytes))
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", k.server, k.n, mode, k.v, len(g), s, ph, rh, per, rss, cpu, req)
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", k.server, k.n, mode, k.v, len(g), s, ph, pl, rh, per, rss, cpu, req)
 	}
 	for _, r := range rs {
 		if r.Err != "" {

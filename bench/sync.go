@@ -35,8 +35,11 @@ type SyncResult struct {
 	// PeakHeapBytes is the highest live+unswept heap (runtime/metrics heap objects) sampled
 	// every 5 ms during the sync; RetainedHeapBytes is the heap after sync and a GC.
 	PeakHeapBytes, RetainedHeapBytes uint64
-	MaxRSSKiB                        int64
-	CPUSeconds                       float64
+	// PeakLiveBytes is the largest heap a GC cycle marked live during the sync
+	// (/gc/heap/live:bytes): less dependent on when the GC happened to run than PeakHeapBytes.
+	PeakLiveBytes uint64
+	MaxRSSKiB     int64
+	CPUSeconds    float64
 	// Requests is what the reflector asked for (LIST pages and bytes, watch-list streams).
 	Requests MeterCounts
 	Err      string
@@ -156,8 +159,8 @@ func SyncChild(variant, server string, n int, watchList bool, out io.Writer) err
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store := NewStoreFor(variant)
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var peak uint64
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	var peak, peakLive uint64
 	stopSampler := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -167,6 +170,7 @@ func SyncChild(variant, server string, n int, watchList bool, out io.Writer) err
 		for {
 			metrics.Read(sample)
 			peak = max(peak, sample[0].Value.Uint64())
+			peakLive = max(peakLive, sample[1].Value.Uint64())
 			select {
 			case <-stopSampler:
 				return
@@ -188,7 +192,7 @@ func SyncChild(variant, server string, n int, watchList bool, out io.Writer) err
 	res.SyncSeconds = time.Since(start).Seconds()
 	close(stopSampler)
 	<-sampled
-	res.PeakHeapBytes = peak
+	res.PeakHeapBytes, res.PeakLiveBytes = peak, peakLive
 	if store.Len() < n {
 		res.Err = fmt.Sprintf("only %d of %d objects after 5 minutes", store.Len(), n)
 	}

@@ -1,0 +1,126 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/rewatch/rewatch"
+	"github.com/rewatch/rewatch/driver"
+)
+
+// Initial-sync benchmarks on the client side: one op is a whole LIST of syncObjects ~1 KiB
+// configmaps answered in one page, as the real kube-apiserver answers resourceVersion=0 from
+// its watch cache, into the reflector's default store. B/op is what the sync allocates, the
+// driver of its peak heap:
+//
+//	go test -run '^$' -bench InitialSync -benchmem -count 6 ./bench/
+const syncObjects = 10000
+
+// ListBody is a LIST response of n ~1 KiB configmaps at resourceVersion n+1.
+func ListBody(n int) []byte {
+	var b bytes.Buffer
+	pad := strings.Repeat("y", 850)
+	fmt.Fprintf(&b, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"%d"},"items":[`, n+1)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"metadata":{"name":"cm-%05d","namespace":"bench","uid":"00000000-0000-0000-0000-%012d","resourceVersion":"%d","creationTimestamp":"2026-01-01T00:00:00Z","labels":{"app":"bench"}},"data":{"payload":%q}}`,
+			i, i, i+1, pad)
+	}
+	b.WriteString("]}")
+	return b.Bytes()
+}
+
+// replaceStore closes done on the first Replace: the end of the initial sync.
+type replaceStore struct {
+	InnerStore
+	done chan struct{}
+}
+
+func (s *replaceStore) Replace(list []any, rv string) error {
+	err := s.InnerStore.Replace(list, rv)
+	close(s.done)
+	return err
+}
+
+func (s *replaceStore) Resync() error { return nil }
+
+func benchSync(b *testing.B, run func(ctx context.Context, url string, store *replaceStore) error, newInner func() InnerStore) {
+	body := ListBody(syncObjects)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if q := r.URL.Query().Get("watch"); q == "1" || q == "true" {
+			w.WriteHeader(http.StatusOK)
+			http.NewResponseController(w).Flush()
+			<-r.Context().Done()
+			return
+		}
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		store := &replaceStore{InnerStore: newInner(), done: make(chan struct{})}
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- run(ctx, srv.URL, store) }()
+		select {
+		case <-store.done:
+		case <-time.After(time.Minute):
+			b.Fatal("no sync within a minute")
+		}
+		cancel()
+		if err := <-errc; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkInitialSyncRewatch(b *testing.B) {
+	benchSync(b, func(ctx context.Context, url string, store *replaceStore) error {
+		r, err := rewatch.New(rewatch.Config{Client: &http.Client{}, Server: url, Store: store,
+			Resource: rewatch.Resource{Version: "v1", Resource: "configmaps", Namespace: "bench"}})
+		if err != nil {
+			return err
+		}
+		return r.Run(ctx)
+	}, func() InnerStore { return driver.NewMemStore() })
+}
+
+func BenchmarkInitialSyncClientGoList(b *testing.B) {
+	benchSync(b, func(ctx context.Context, url string, store *replaceStore) error {
+		dyn, err := dynamic.NewForConfig(&rest.Config{Host: url, QPS: -1})
+		if err != nil {
+			return err
+		}
+		ri := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("bench")
+		lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return ri.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return ri.Watch(ctx, o)
+			},
+		}, unsupportedWatchList{})
+		r := cache.NewReflector(lw, &unstructured.Unstructured{}, store, 0)
+		r.RunWithContext(ctx)
+		return nil
+	}, func() InnerStore { return cache.NewStore(cache.MetaNamespaceKeyFunc) })
+}
