@@ -143,3 +143,95 @@ func WriteSyncTable(w io.Writer, rs []SyncResult) {
 		}
 	}
 }
+
+// WriteStormSummary writes one table over several storm runs: a row per measure, a column per
+// reflector, each cell the per-run values in run order ("a / b / c"). Ratios to rewatch are
+// taken within each run.
+func WriteStormSummary(w io.Writer, runs []*StormResult) {
+	var names []string
+	for _, r := range runs {
+		for i := range r.Variants {
+			r.Variants[i].Recover()
+			if !slices.Contains(names, r.Variants[i].Variant) {
+				names = append(names, r.Variants[i].Variant)
+			}
+		}
+	}
+	seeds := make([]string, len(runs))
+	for i, r := range runs {
+		seeds[i] = fmt.Sprint(r.Options.Seed)
+	}
+	fmt.Fprintf(w, "| seeds %s | %s |\n|---|", strings.Join(seeds, " / "), strings.Join(names, " | "))
+	for range names {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprintln(w)
+	row := func(label string, f func(r *StormResult, v *VariantResult) string) {
+		fmt.Fprintf(w, "| %s |", label)
+		for _, n := range names {
+			var cells []string
+			for _, r := range runs {
+				cell := "–"
+				for i := range r.Variants {
+					if r.Variants[i].Variant == n {
+						cell = f(r, &r.Variants[i])
+					}
+				}
+				cells = append(cells, cell)
+			}
+			fmt.Fprintf(w, " %s |", strings.Join(cells, " / "))
+		}
+		fmt.Fprintln(w)
+	}
+	fullState := func(v *VariantResult) int64 { return v.Meter.ListBytes + v.Meter.WatchListBytes }
+	byKind := func(m map[FaultKind][]float64, q float64, kinds ...FaultKind) string {
+		var xs []float64
+		for _, k := range kinds {
+			xs = append(xs, m[k]...)
+		}
+		if len(xs) == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f", Quantile(xs, q))
+	}
+	row("faults applied", func(_ *StormResult, v *VariantResult) string { return fmt.Sprint(len(v.Applied)) })
+	row("LISTs + watch-lists (full-state transfers)", func(_ *StormResult, v *VariantResult) string {
+		return fmt.Sprint(v.Meter.ListOps + v.Meter.WatchLists)
+	})
+	row("full-state bytes, MiB", func(_ *StormResult, v *VariantResult) string {
+		return fmt.Sprintf("%.1f", float64(fullState(v))/(1<<20))
+	})
+	row("**rewatch bytes ÷ these**", func(r *StormResult, v *VariantResult) string {
+		for i := range r.Variants {
+			if r.Variants[i].Variant == VariantRewatch && fullState(v) > 0 {
+				return fmt.Sprintf("%.2f", float64(fullState(&r.Variants[i]))/float64(fullState(v)))
+			}
+		}
+		return "–"
+	})
+	row("WATCH requests", func(_ *StormResult, v *VariantResult) string { return fmt.Sprint(v.Meter.Watches) })
+	row("recovery p50, s", func(_ *StormResult, v *VariantResult) string { return fmt.Sprintf("%.1f", Quantile(v.Recovery, 0.5)) })
+	row("recovery p99, s", func(_ *StormResult, v *VariantResult) string { return fmt.Sprintf("%.1f", Quantile(v.Recovery, 0.99)) })
+	row("wait after 429 + `Retry-After: 1`, max s", func(_ *StormResult, v *VariantResult) string {
+		return byKind(v.WaitByKind, 1, Open429RA)
+	})
+	row("wait after 429 without Retry-After (open or event), p50 s", func(_ *StormResult, v *VariantResult) string {
+		return byKind(v.WaitByKind, 0.5, Open429, Event429)
+	})
+	row("wait after InternalError, p50 s", func(_ *StormResult, v *VariantResult) string { return byKind(v.WaitByKind, 0.5, EventIE) })
+	row("wait after reset, p50 s", func(_ *StormResult, v *VariantResult) string { return byKind(v.WaitByKind, 0.5, EventReset) })
+	row("storm length (first → last fault), min", func(_ *StormResult, v *VariantResult) string {
+		if len(v.Applied) == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f", float64(v.Applied[len(v.Applied)-1].End-v.Applied[0].Start)/6e10)
+	})
+	row("writer stop → store = server, s", func(_ *StormResult, v *VariantResult) string {
+		if v.WriterStopToConverged < 0 {
+			return "never"
+		}
+		return fmt.Sprintf("%.2f", v.WriterStopToConverged)
+	})
+	row("client CPU, s", func(_ *StormResult, v *VariantResult) string { return fmt.Sprintf("%.1f", v.CPUSeconds) })
+	row("peak RSS, MiB", func(_ *StormResult, v *VariantResult) string { return fmt.Sprintf("%.0f", float64(v.MaxRSSKiB)/1024) })
+}

@@ -20,7 +20,7 @@ import (
 func main() {
 	log.SetFlags(log.Ltime)
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: rewatch-bench storm|sync|charts [flags]")
+		fmt.Fprintln(os.Stderr, "usage: rewatch-bench storm|sync|report|summary|charts [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -102,6 +102,21 @@ func main() {
 			bench.WriteStormTable(os.Stdout, &r)
 		}
 		err = rerr
+	case "summary":
+		_ = fs.Parse(args)
+		var runs []*bench.StormResult
+		for _, f := range fs.Args() {
+			var r bench.StormResult
+			b, rerr := os.ReadFile(f)
+			if rerr == nil {
+				rerr = json.Unmarshal(b, &r)
+			}
+			if rerr != nil {
+				log.Fatal(rerr)
+			}
+			runs = append(runs, &r)
+		}
+		bench.WriteStormSummary(os.Stdout, runs)
 	case "charts":
 		storm := fs.String("storm", "", "storm JSON results, comma-separated")
 		tput := fs.String("throughput", "", "go test -bench output with the Throughput benchmarks")
