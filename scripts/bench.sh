@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs every benchmark of bench/ (issue 6) and writes the raw results to bench/results/:
+#   1. the transient storm on the real kube-apiserver through the fault proxy, one run per seed
+#      (rewatch, client-go, client-go in LIST mode and a relist-on-error baseline at once);
+#   2. watch-stream throughput (client side);
+#   3. initial sync of 10,000 and 50,000 objects on the real kube-apiserver, plus the
+#      client-side B/op benchmark;
+#   4. transitions.Step per event kind;
+# then summarises them with benchstat and rewatch-bench summary, and redraws the charts.
+# The full storm schedule takes 20-40 minutes per seed. Knobs (environment):
+#   SEEDS="11 12 13"  storm seeds, run one after another
+#   SCALE=1           fraction of issue 6's fault schedule (0.25 for a quick look)
+#   COUNT=6           repetitions of each go test benchmark
+#   SIZES=10000,50000 initial-sync sizes; REPEAT=3 repetitions of each sync case
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+: "${SEEDS:=11 12 13}" "${SCALE:=1}" "${COUNT:=6}" "${SIZES:=10000,50000}" "${REPEAT:=3}"
+out=bench/results
+stamp=$(date -u +%Y%m%d-%H%M%S)
+benchstat=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da)
+mkdir -p "$out"
+
+scripts/build-apiserver.sh
+bin=$(mktemp -d)/rewatch-bench
+go build -o "$bin" ./bench/cmd/rewatch-bench
+
+echo "== machine"
+{ uname -srm; nproc; grep -m1 'model name' /proc/cpuinfo || true; go version; uptime; } | tee "$out/machine-$stamp.txt"
+
+echo "== 1. storm (seeds: $SEEDS, scale $SCALE)"
+storms=()
+for seed in $SEEDS; do
+	"$bin" storm -objects 5000 -scale "$SCALE" -seed "$seed" -out "$out" 2> >(grep -v '^[IEW][0-9]\{4\} ' >&2)
+	storms+=("$(ls -t "$out"/storm-*.json | head -1)")
+done
+"$bin" summary "${storms[@]}" | tee "$out/storm-summary-$stamp.md"
+
+echo "== 2. throughput"
+go test -run '^$' -bench Throughput -benchmem -benchtime 1x -count "$COUNT" ./bench/ 2>/dev/null | tee "$out/throughput-$stamp.txt"
+"${benchstat[@]}" "$out/throughput-$stamp.txt"
+
+echo "== 3. initial sync"
+"$bin" sync -sizes "$SIZES" -repeat "$REPEAT" -out "$out" 2> >(grep -v '^[IEW][0-9]\{4\} ' >&2)
+go test -run '^$' -bench InitialSync -benchmem -count "$COUNT" ./bench/ 2>/dev/null | tee "$out/initial-sync-$stamp.txt"
+"${benchstat[@]}" "$out/initial-sync-$stamp.txt"
+
+echo "== 4. transitions.Step"
+go test -run '^$' -bench . -benchmem -count "$COUNT" ./transitions/ | tee "$out/step-$stamp.txt"
+"${benchstat[@]}" "$out/step-$stamp.txt"
+
+echo "== charts"
+"$bin" charts -storm "$(IFS=,; echo "${storms[*]}")" -throughput "$out/throughput-$stamp.txt" -dir bench
