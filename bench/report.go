@@ -119,7 +119,7 @@ func WriteSyncTable(w io.Writer, rs []SyncResult) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, k := range keys {
 		g := groups[k]
-		mode := "paginated LIST"
+		mode := "LIST (rv=0, limit 500)"
 		if k.wl {
 			mode = "WatchList"
 		}
