@@ -70,22 +70,7 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 		}
 		return r.Run(ctx)
 	case VariantClientGo, VariantCGList:
-		dyn, err := dynamic.NewForConfig(&rest.Config{Host: t.Server, Transport: rt})
-		if err != nil {
-			return err
-		}
-		ri := dyn.Resource(t.GVR).Namespace(t.Namespace)
-		lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return ri.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return ri.Watch(ctx, o)
-			},
-		}, dyn)
-		r := cache.NewReflector(lw, &unstructured.Unstructured{}, store, 0)
-		r.RunWithContext(ctx)
-		return nil
+		return RunClientGo(ctx, &rest.Config{Host: t.Server, Transport: rt}, t.GVR, t.Namespace, store, false)
 	case VariantBaseline:
 		path := "/api/" + t.GVR.Version
 		if t.GVR.Group != "" {
@@ -100,4 +85,34 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 		return nil
 	}
 	return fmt.Errorf("unknown variant %q", variant)
+}
+
+// listOnly makes client-go's reflector use LIST+WATCH whatever its WatchListClient gate says.
+type listOnly struct{}
+
+func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
+
+// RunClientGo runs client-go's Reflector with its defaults (cache.NewReflector, no resync) over
+// the dynamic client until ctx is done. With forceList it lists and watches instead of asking
+// for a watch-list stream.
+func RunClientGo(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResource, ns string, store cache.ReflectorStore, forceList bool) error {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ri := dyn.Resource(gvr).Namespace(ns)
+	var semantics any = dyn
+	if forceList {
+		semantics = listOnly{}
+	}
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return ri.Watch(ctx, o)
+		},
+	}, semantics)
+	cache.NewReflector(lw, &unstructured.Unstructured{}, store, 0).RunWithContext(ctx)
+	return nil
 }

@@ -10,12 +10,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -106,21 +101,6 @@ func BenchmarkInitialSyncRewatch(b *testing.B) {
 
 func BenchmarkInitialSyncClientGoList(b *testing.B) {
 	benchSync(b, func(ctx context.Context, url string, store *replaceStore) error {
-		dyn, err := dynamic.NewForConfig(&rest.Config{Host: url, QPS: -1})
-		if err != nil {
-			return err
-		}
-		ri := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("bench")
-		lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return ri.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return ri.Watch(ctx, o)
-			},
-		}, unsupportedWatchList{})
-		r := cache.NewReflector(lw, &unstructured.Unstructured{}, store, 0)
-		r.RunWithContext(ctx)
-		return nil
+		return RunClientGo(ctx, &rest.Config{Host: url, QPS: -1}, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "bench", store, true)
 	}, func() InnerStore { return cache.NewStore(cache.MetaNamespaceKeyFunc) })
 }

@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/util/framer"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	sigsjson "sigs.k8s.io/json"
@@ -89,29 +87,9 @@ func BenchmarkThroughputRewatch(b *testing.B) {
 	}, func() InnerStore { return driver.NewMemStore() })
 }
 
-// unsupportedWatchList makes client-go's reflector use LIST+WATCH (the stream under test).
-type unsupportedWatchList struct{}
-
-func (unsupportedWatchList) IsWatchListSemanticsUnSupported() bool { return true }
-
 func BenchmarkThroughputClientGo(b *testing.B) {
 	benchStream(b, func(ctx context.Context, url string, store *CountingStore) error {
-		dyn, err := dynamic.NewForConfig(&rest.Config{Host: url, QPS: -1})
-		if err != nil {
-			return err
-		}
-		ri := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("bench")
-		lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return ri.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return ri.Watch(ctx, o)
-			},
-		}, unsupportedWatchList{})
-		r := cache.NewReflector(lw, &unstructured.Unstructured{}, store, 0)
-		r.RunWithContext(ctx)
-		return nil
+		return RunClientGo(ctx, &rest.Config{Host: url, QPS: -1}, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "bench", store, true)
 	}, func() InnerStore { return cache.NewStore(cache.MetaNamespaceKeyFunc) })
 }
 

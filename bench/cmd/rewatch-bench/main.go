@@ -90,33 +90,20 @@ func main() {
 		err = bench.SyncChild(*v, *server, *n, *wl, os.Stdout)
 	case "report":
 		_ = fs.Parse(args)
-		var r bench.StormResult
-		b, rerr := os.ReadFile(fs.Arg(0))
-		if rerr == nil {
-			rerr = json.Unmarshal(b, &r)
-		}
-		if rerr == nil {
+		var runs []*bench.StormResult
+		if runs, err = loadStorms(fs.Args()[:1]); err == nil {
+			r := runs[0]
 			for i := range r.Variants {
 				r.Variants[i].Recover()
 			}
-			bench.WriteStormTable(os.Stdout, &r)
+			bench.WriteStormTable(os.Stdout, r)
 		}
-		err = rerr
 	case "summary":
 		_ = fs.Parse(args)
 		var runs []*bench.StormResult
-		for _, f := range fs.Args() {
-			var r bench.StormResult
-			b, rerr := os.ReadFile(f)
-			if rerr == nil {
-				rerr = json.Unmarshal(b, &r)
-			}
-			if rerr != nil {
-				log.Fatal(rerr)
-			}
-			runs = append(runs, &r)
+		if runs, err = loadStorms(fs.Args()); err == nil {
+			bench.WriteStormSummary(os.Stdout, runs)
 		}
-		bench.WriteStormSummary(os.Stdout, runs)
 	case "charts":
 		storm := fs.String("storm", "", "storm JSON results, comma-separated")
 		tput := fs.String("throughput", "", "go test -bench output with the Throughput benchmarks")
@@ -124,18 +111,9 @@ func main() {
 		_ = fs.Parse(args)
 		if *storm != "" {
 			var runs []*bench.StormResult
-			for _, f := range strings.Split(*storm, ",") {
-				var r bench.StormResult
-				b, rerr := os.ReadFile(f)
-				if rerr == nil {
-					rerr = json.Unmarshal(b, &r)
-				}
-				if rerr != nil {
-					log.Fatal(rerr)
-				}
-				runs = append(runs, &r)
+			if runs, err = loadStorms(strings.Split(*storm, ",")); err == nil {
+				err = bench.StormCharts(runs, *dir)
 			}
-			err = bench.StormCharts(runs, *dir)
 		}
 		if *tput != "" && err == nil {
 			var f *os.File
@@ -166,4 +144,21 @@ func saveAs(p string, v any) error {
 	}
 	log.Printf("wrote %s", p)
 	return os.WriteFile(p, b, 0o644)
+}
+
+// loadStorms reads saved storm runs.
+func loadStorms(files []string) ([]*bench.StormResult, error) {
+	var runs []*bench.StormResult
+	for _, f := range files {
+		var r bench.StormResult
+		b, err := os.ReadFile(f)
+		if err == nil {
+			err = json.Unmarshal(b, &r)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		runs = append(runs, &r)
+	}
+	return runs, nil
 }
