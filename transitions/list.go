@@ -88,6 +88,10 @@ func (m *Machine) replace(s *fsm.Snapshot, rv string, out *[]fsm.Command) {
 	s.Staged = 0
 	s.Streaming, s.ListContinuing, s.ListFull = false, false, false
 	s.Synced = true
+	// A fresh full state is what relisting past the InternalError window buys. A streak that
+	// began before it must not buy another one (seen in the bench storm: a relist for a 410,
+	// then an InternalError 40 ms later relisting again because the streak was 49 s old).
+	s.InternalStreakStart, s.InternalLastAt = zeroTime, zeroTime
 	if rv != "" {
 		s.LastRV = rv
 		s.RVUnusable = false
