@@ -10,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/driver"
 )
 
@@ -89,18 +86,11 @@ func benchSync(b *testing.B, run func(ctx context.Context, url string, store *re
 }
 
 func BenchmarkInitialSyncRewatch(b *testing.B) {
-	benchSync(b, func(ctx context.Context, url string, store *replaceStore) error {
-		r, err := rewatch.New(rewatch.Config{Client: &http.Client{}, Server: url, Store: store,
-			Resource: rewatch.Resource{Version: "v1", Resource: "configmaps", Namespace: "bench"}})
-		if err != nil {
-			return err
-		}
-		return r.Run(ctx)
-	}, func() InnerStore { return driver.NewMemStore() })
+	benchSync(b, func(ctx context.Context, url string, store *replaceStore) error { return runRewatch(ctx, url, store) },
+		func() InnerStore { return driver.NewMemStore() })
 }
 
 func BenchmarkInitialSyncClientGoList(b *testing.B) {
-	benchSync(b, func(ctx context.Context, url string, store *replaceStore) error {
-		return RunClientGo(ctx, &rest.Config{Host: url, QPS: -1}, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "bench", store, true)
-	}, func() InnerStore { return cache.NewStore(cache.MetaNamespaceKeyFunc) })
+	benchSync(b, func(ctx context.Context, url string, store *replaceStore) error { return runClientGoList(ctx, url, store) },
+		func() InnerStore { return cache.NewStore(cache.MetaNamespaceKeyFunc) })
 }
