@@ -91,6 +91,8 @@ func BenchmarkInitialSyncRewatch(b *testing.B) {
 }
 
 func BenchmarkInitialSyncClientGoList(b *testing.B) {
-	benchSync(b, func(ctx context.Context, url string, store *replaceStore) error { return runClientGoList(ctx, url, store) },
+	benchSync(b, func(ctx context.Context, url string, store *replaceStore) error {
+		return runClientGoList(ctx, url, store)
+	},
 		func() InnerStore { return cache.NewStore(cache.MetaNamespaceKeyFunc) })
 }

@@ -98,7 +98,9 @@ func BenchmarkThroughputRewatch(b *testing.B) {
 }
 
 func BenchmarkThroughputClientGo(b *testing.B) {
-	benchStream(b, func(ctx context.Context, url string, store *CountingStore) error { return runClientGoList(ctx, url, store) },
+	benchStream(b, func(ctx context.Context, url string, store *CountingStore) error {
+		return runClientGoList(ctx, url, store)
+	},
 		func() InnerStore { return cache.NewStore(cache.MetaNamespaceKeyFunc) })
 }
 
