@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,37 +29,10 @@ func newSimBackendWithBookmarks(t *testing.T, every time.Duration) backend {
 	return b
 }
 
-var (
-	realOnce   sync.Once
-	realShared *testbackend.Real
-	realErr    error
-)
+var shared testbackend.SharedReal
 
-// sharedReal starts one real server for the whole package (a start costs seconds); the
-// simulator is cheap and started per test. TestMain stops it.
-func sharedReal(t *testing.T) backend {
-	t.Helper()
-	realOnce.Do(func() { realShared, realErr = startReal(apiserver.Options{}) })
-	if realErr != nil {
-		requireOrSkip(t, realErr)
-	}
-	return realShared
-}
-
-func startReal(opts apiserver.Options) (*testbackend.Real, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	return testbackend.StartReal(ctx, opts)
-}
-
-// requireOrSkip fails under CI=true and skips elsewhere, as the developers' guide asks.
-func requireOrSkip(t *testing.T, err error) {
-	t.Helper()
-	if ci() {
-		t.Fatalf("real kube-apiserver unavailable under CI: %v", err)
-	}
-	t.Skipf("real kube-apiserver unavailable (run scripts/build-apiserver.sh): %v", err)
-}
+// sharedReal is the package's one real server; the simulator is cheap and started per test.
+func sharedReal(t *testing.T) backend { return shared.Get(t) }
 
 func apiserverNoWatchCache() apiserver.Options {
 	return apiserver.Options{ExtraArgs: []string{"--watch-cache=false"}}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -21,8 +20,6 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/internal/faultproxy"
 )
-
-func ci() bool { return os.Getenv("CI") == "true" }
 
 // forEachBackend runs a scenario on the simulator and on the real server.
 func forEachBackend(t *testing.T, scenario func(t *testing.T, b backend)) {

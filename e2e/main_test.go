@@ -10,9 +10,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	printResults()
-	if realShared != nil {
-		realShared.Server.Stop()
-	}
+	shared.Stop()
 	if code == 0 {
 		// Every reflector was stopped and every proxy closed: nothing of ours may be left.
 		// The HTTP clients of the test's own client-go calls keep idle connections.

@@ -1,14 +1,11 @@
 package soak
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rewatch/rewatch/internal/apiserver"
 	"github.com/rewatch/rewatch/internal/testbackend"
 	"github.com/rewatch/rewatch/sim"
 )
@@ -25,26 +22,7 @@ func newSimBackend(t *testing.T) *testbackend.Sim {
 	return b
 }
 
-var (
-	realOnce   sync.Once
-	realShared *testbackend.Real
-	realErr    error
-)
+var shared testbackend.SharedReal
 
-// sharedReal starts one real server for the package; it fails under CI=true when the server
-// cannot be had and skips elsewhere (as e2e's requireOrSkip does). TestMain stops it.
-func sharedReal(t *testing.T) *testbackend.Real {
-	t.Helper()
-	realOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-		defer cancel()
-		realShared, realErr = testbackend.StartReal(ctx, apiserver.Options{})
-	})
-	if realErr != nil {
-		if ci() {
-			t.Fatalf("real kube-apiserver unavailable under CI: %v", realErr)
-		}
-		t.Skipf("real kube-apiserver unavailable (run scripts/build-apiserver.sh): %v", realErr)
-	}
-	return realShared
-}
+// sharedReal is the package's one real server.
+func sharedReal(t *testing.T) *testbackend.Real { return shared.Get(t) }

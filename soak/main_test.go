@@ -26,14 +26,10 @@ func envDuration(name string, def time.Duration) time.Duration {
 	return def
 }
 
-func ci() bool { return os.Getenv("CI") == "true" }
-
 func TestMain(m *testing.M) {
 	code := m.Run()
 	printResults()
-	if realShared != nil {
-		realShared.Server.Stop()
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
