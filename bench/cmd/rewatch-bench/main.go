@@ -1,5 +1,7 @@
-// Command rewatch-bench runs the heavy benchmarks of issue 6: the transient storm against the
-// real kube-apiserver (storm), and initial sync on the simulator (sync). See bench/RESULTS.md.
+// Command rewatch-bench runs the heavy benchmarks of issue 6 against the real kube-apiserver:
+// the transient storm (storm) and initial sync (sync, or -server sim for the simulator); it
+// also prints saved runs (report, summary) and draws the charts (charts). scripts/bench.sh
+// runs it with the go test benchmarks; the results are in bench/RESULTS.md.
 package main
 
 import (
