@@ -64,8 +64,8 @@ type VariantResult struct {
 	ProxyLists, ProxyWatches int
 	Recovery                 []float64 // seconds, per applied fault: fault end → next store mutation
 	RecoveryByKind           map[FaultKind][]float64
-	// WaitByKind is, per fault kind, the time from the fault to the reflector's next request
-	// (LIST or WATCH): the backoff or Retry-After wait it chose, seen from the wire.
+	// WaitByKind is, per fault kind, the time from the end of the faulted request to the
+	// reflector's next request (LIST or WATCH): the backoff or Retry-After wait it chose.
 	WaitByKind                   map[FaultKind][]float64
 	LastFaultToDelivery          float64 // seconds
 	WriterStopToConverged        float64 // seconds; -1 never
@@ -436,8 +436,11 @@ func (vr *VariantResult) Recover() {
 			continue
 		}
 		vr.LastFaultAt = max(vr.LastFaultAt, a.End)
-		if w := nextAfter(requests, a.End); w >= 0 {
-			vr.WaitByKind[a.Kind] = append(vr.WaitByKind[a.Kind], float64(w)/1e9)
+		// The next request is the first one sent after the faulted request arrived: the proxy
+		// records End only when its handler returns, which after a reset can be a few ms after
+		// the client has already sent its next request.
+		if w := nextAfter(requests, a.Start); w >= 0 {
+			vr.WaitByKind[a.Kind] = append(vr.WaitByKind[a.Kind], float64(max(0, a.Start+w-a.End))/1e9)
 		}
 		o := nextAfter(opens, a.End)
 		if o < 0 {
