@@ -7,7 +7,8 @@
 #      client-side B/op benchmark;
 #   4. transitions.Step per event kind;
 # then summarises them with benchstat and rewatch-bench summary, and redraws the charts.
-# The full storm schedule takes 20-40 minutes per seed. Knobs (environment):
+# The full storm schedule takes about 45 minutes per seed (the baseline is the slowest to get
+# through it). Knobs (environment):
 #   SEEDS="11 12 13"  storm seeds, run one after another
 #   SCALE=1           fraction of issue 6's fault schedule (0.25 for a quick look)
 #   COUNT=6           repetitions of each go test benchmark
