@@ -12,6 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/rewatch/rewatch/backoff"
 )
 
 // Baseline is a relist-on-error reflector in plain HTTP: LIST (paginated, 500 a page, from the
@@ -36,7 +38,8 @@ type InnerStoreWriter interface {
 
 // Run runs until ctx is done.
 func (b *Baseline) Run(ctx context.Context) {
-	delay := 800 * time.Millisecond
+	src := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	delays := backoff.Reflector()
 	lastBackoff := time.Now()
 	for ctx.Err() == nil {
 		rv, err := b.list(ctx)
@@ -46,11 +49,10 @@ func (b *Baseline) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if time.Since(lastBackoff) > 2*time.Minute {
-			delay = 800 * time.Millisecond
+		if time.Since(lastBackoff) > backoff.ReflectorResetAfter {
+			delays = backoff.Reflector()
 		}
-		d := delay + time.Duration(rand.Float64()*float64(delay))
-		delay = min(2*delay, 30*time.Second)
+		d := delays.Step(src)
 		lastBackoff = time.Now()
 		t := time.NewTimer(d)
 		select {
