@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -412,9 +411,7 @@ func StormChild(variant, server, ns string, n int, journal string, in io.Reader,
 	res.Meter = meter.Counts()
 	res.StoreTimes = store.Times()
 	slices.Sort(res.StoreTimes)
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	res.CPUSeconds = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	res.CPUSeconds = processCPU().Seconds()
 	res.MaxRSSKiB = peakRSSKiB()
 	b, _ = json.Marshal(res)
 	fmt.Fprintf(out, "RESULT %s\n", b)

@@ -13,7 +13,6 @@ import (
 	"runtime/metrics"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -199,9 +198,7 @@ func SyncChild(variant, server string, n int, watchList bool, out io.Writer) err
 	runtime.GC()
 	metrics.Read(sample)
 	res.RetainedHeapBytes = sample[0].Value.Uint64()
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	res.CPUSeconds = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	res.CPUSeconds = processCPU().Seconds()
 	res.MaxRSSKiB = peakRSSKiB()
 	res.Requests = meter.Counts()
 	res.Requests.Opens, res.Requests.Fails, res.Requests.Requests = nil, nil, nil

@@ -5,7 +5,16 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
+
+// processCPU is the CPU time (user + system) this process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // peakRSSKiB is VmHWM from /proc/self/status: this process's own peak RSS. getrusage's
 // ru_maxrss is not usable in a re-executed child: Linux carries the parent's peak across
