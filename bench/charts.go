@@ -38,7 +38,6 @@ func StormCharts(runs []*StormResult, dir string) error {
 	for _, r := range runs {
 		for i := range r.Variants {
 			v := &r.Variants[i]
-			v.Recover()
 			if _, ok := bytesOf[v.Variant]; !ok {
 				names = append(names, v.Variant)
 			}

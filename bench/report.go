@@ -150,10 +150,9 @@ func WriteSyncTable(w io.Writer, rs []SyncResult) {
 func WriteStormSummary(w io.Writer, runs []*StormResult) {
 	var names []string
 	for _, r := range runs {
-		for i := range r.Variants {
-			r.Variants[i].Recover()
-			if !slices.Contains(names, r.Variants[i].Variant) {
-				names = append(names, r.Variants[i].Variant)
+		for _, v := range r.Variants {
+			if !slices.Contains(names, v.Variant) {
+				names = append(names, v.Variant)
 			}
 		}
 	}

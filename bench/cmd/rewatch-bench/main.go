@@ -94,11 +94,7 @@ func main() {
 		_ = fs.Parse(args)
 		var runs []*bench.StormResult
 		if runs, err = loadStorms(fs.Args()[:1]); err == nil {
-			r := runs[0]
-			for i := range r.Variants {
-				r.Variants[i].Recover()
-			}
-			bench.WriteStormTable(os.Stdout, r)
+			bench.WriteStormTable(os.Stdout, runs[0])
 		}
 	case "summary":
 		_ = fs.Parse(args)
@@ -148,7 +144,8 @@ func saveAs(p string, v any) error {
 	return os.WriteFile(p, b, 0o644)
 }
 
-// loadStorms reads saved storm runs.
+// loadStorms reads saved storm runs and recomputes what is derived from their raw timings
+// (recovery and wait per fault), so that older runs are reported with today's definitions.
 func loadStorms(files []string) ([]*bench.StormResult, error) {
 	var runs []*bench.StormResult
 	for _, f := range files {
@@ -159,6 +156,9 @@ func loadStorms(files []string) ([]*bench.StormResult, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for i := range r.Variants {
+			r.Variants[i].Recover()
 		}
 		runs = append(runs, &r)
 	}
