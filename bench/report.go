@@ -75,8 +75,7 @@ func writeByKind(w io.Writer, vs []VariantResult, of func(VariantResult) map[Fau
 
 func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
 
-// WriteSyncTable writes initial-sync results: medians with [min–max] per case and size, and
-// the rewatch/client-go ratio of the medians for the same list mode.
+// WriteSyncTable writes initial-sync results: medians with [min–max] per case and size.
 func WriteSyncTable(w io.Writer, rs []SyncResult) {
 	type key struct {
 		server string
@@ -108,12 +107,12 @@ func WriteSyncTable(w io.Writer, rs []SyncResult) {
 		}
 		return strings.Compare(b.v, a.v)
 	})
-	col := func(g []SyncResult, f func(SyncResult) float64) (float64, string) {
+	col := func(g []SyncResult, f func(SyncResult) float64) string {
 		xs := make([]float64, len(g))
 		for i, r := range g {
 			xs[i] = f(r)
 		}
-		return Quantile(xs, 0.5), fmt.Sprintf("%.2f [%.2f–%.2f]", Quantile(xs, 0.5), Quantile(xs, 0), Quantile(xs, 1))
+		return fmt.Sprintf("%.2f [%.2f–%.2f]", Quantile(xs, 0.5), Quantile(xs, 0), Quantile(xs, 1))
 	}
 	fmt.Fprintln(w, "| server | objects | mode | reflector | runs | sync s median [min–max] | peak heap MiB | peak live heap MiB | retained heap MiB | retained KiB/object | peak RSS MiB | CPU s | requests |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -123,13 +122,13 @@ func WriteSyncTable(w io.Writer, rs []SyncResult) {
 		if k.wl {
 			mode = "WatchList"
 		}
-		_, s := col(g, func(r SyncResult) float64 { return r.SyncSeconds })
-		_, ph := col(g, func(r SyncResult) float64 { return float64(r.PeakHeapBytes) / (1 << 20) })
-		_, pl := col(g, func(r SyncResult) float64 { return float64(r.PeakLiveBytes) / (1 << 20) })
-		_, rh := col(g, func(r SyncResult) float64 { return float64(r.RetainedHeapBytes) / (1 << 20) })
-		_, per := col(g, func(r SyncResult) float64 { return float64(r.RetainedHeapBytes) / 1024 / float64(r.Objects) })
-		_, rss := col(g, func(r SyncResult) float64 { return float64(r.MaxRSSKiB) / 1024 })
-		_, cpu := col(g, func(r SyncResult) float64 { return r.CPUSeconds })
+		s := col(g, func(r SyncResult) float64 { return r.SyncSeconds })
+		ph := col(g, func(r SyncResult) float64 { return float64(r.PeakHeapBytes) / (1 << 20) })
+		pl := col(g, func(r SyncResult) float64 { return float64(r.PeakLiveBytes) / (1 << 20) })
+		rh := col(g, func(r SyncResult) float64 { return float64(r.RetainedHeapBytes) / (1 << 20) })
+		per := col(g, func(r SyncResult) float64 { return float64(r.RetainedHeapBytes) / 1024 / float64(r.Objects) })
+		rss := col(g, func(r SyncResult) float64 { return float64(r.MaxRSSKiB) / 1024 })
+		cpu := col(g, func(r SyncResult) float64 { return r.CPUSeconds })
 		m := g[0].Requests
 		req := fmt.Sprintf("%d LIST pages, %s", m.Lists, mib(m.ListBytes))
 		if k.wl {

@@ -22,7 +22,6 @@ import (
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/driver"
-	"github.com/rewatch/rewatch/sim"
 )
 
 // Throughput benchmarks (issue 6, workload 2). One op is a whole stream of
@@ -73,8 +72,6 @@ func benchStream(b *testing.B, run func(ctx context.Context, url string, store *
 	// to how the goroutines of a pipeline share 2 busy cores.
 	b.ReportMetric(cpu.Seconds()*1e6/(ops*float64(n)), "cpu-µs/event")
 }
-
-var target = Target{GVR: sim.ConfigMaps, Namespace: "bench"}
 
 // runRewatch runs rewatch with its defaults against the local server at url.
 func runRewatch(ctx context.Context, url string, store rewatch.Store) error {
