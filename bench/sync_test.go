@@ -70,18 +70,8 @@ func benchSync(b *testing.B, run func(ctx context.Context, url string, store *re
 	b.ReportAllocs()
 	for b.Loop() {
 		store := &replaceStore{InnerStore: newInner(), done: make(chan struct{})}
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- run(ctx, srv.URL, store) }()
-		select {
-		case <-store.done:
-		case <-time.After(time.Minute):
-			b.Fatal("no sync within a minute")
-		}
-		cancel()
-		if err := <-errc; err != nil {
-			b.Fatal(err)
-		}
+		runUntil(b, func(ctx context.Context) error { return run(ctx, srv.URL, store) }, store.done,
+			time.Minute, "no sync within a minute")
 	}
 }
 

@@ -49,18 +49,8 @@ func benchStream(b *testing.B, run func(ctx context.Context, url string, store *
 	cpu0 := processCPU()
 	for b.Loop() {
 		store := &CountingStore{InnerStore: newInner(), Target: int64(n), Done: make(chan struct{})}
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- run(ctx, srv.URL, store) }()
-		select {
-		case <-store.Done:
-		case <-time.After(5 * time.Minute):
-			b.Fatal("stream not consumed within 5 minutes")
-		}
-		cancel()
-		if err := <-errc; err != nil {
-			b.Fatal(err)
-		}
+		runUntil(b, func(ctx context.Context) error { return run(ctx, srv.URL, store) }, store.Done,
+			5*time.Minute, "stream not consumed within 5 minutes")
 	}
 	ms1.read()
 	cpu := processCPU() - cpu0
@@ -71,6 +61,24 @@ func benchStream(b *testing.B, run func(ctx context.Context, url string, store *
 	// Process CPU (client and the local server alike) per event: less sensitive than events/s
 	// to how the goroutines of a pipeline share 2 busy cores.
 	b.ReportMetric(cpu.Seconds()*1e6/(ops*float64(n)), "cpu-µs/event")
+}
+
+// runUntil runs one reflector until done is closed, then stops it; b fails if that takes
+// longer than timeout (with msg) or if the reflector returns an error.
+func runUntil(b *testing.B, run func(ctx context.Context) error, done <-chan struct{}, timeout time.Duration, msg string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		b.Fatal(msg)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		b.Fatal(err)
+	}
 }
 
 // runRewatch runs rewatch with its defaults against the local server at url.
