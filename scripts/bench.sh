@@ -38,12 +38,12 @@ done
 "$bin" summary "${storms[@]}" | tee "$out/storm-summary-$stamp.md"
 
 echo "== 2. throughput"
-go test -run '^$' -bench Throughput -benchmem -benchtime 1x -count "$COUNT" ./bench/ 2>/dev/null | tee "$out/throughput-$stamp.txt"
+go test -run '^$' -bench Throughput -benchmem -benchtime 1x -count "$COUNT" ./bench/ | tee "$out/throughput-$stamp.txt"
 "${benchstat[@]}" "$out/throughput-$stamp.txt"
 
 echo "== 3. initial sync"
 "$bin" sync -sizes "$SIZES" -repeat "$REPEAT" -out "$out" 2> >(grep -v '^[IEW][0-9]\{4\} ' >&2)
-go test -run '^$' -bench InitialSync -benchmem -count "$COUNT" ./bench/ 2>/dev/null | tee "$out/initial-sync-$stamp.txt"
+go test -run '^$' -bench InitialSync -benchmem -count "$COUNT" ./bench/ | tee "$out/initial-sync-$stamp.txt"
 "${benchstat[@]}" "$out/initial-sync-$stamp.txt"
 
 echo "== 4. transitions.Step"
