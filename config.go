@@ -29,11 +29,16 @@ type Config struct {
 	// Decoder defaults to unstructured objects; driver.Typed(scheme) gives typed ones.
 	Decoder driver.Decoder
 
-	// Backoff is the wait policy without Retry-After; default client-go's reflector backoff.
-	Backoff           backoff.Policy
-	BackoffResetAfter time.Duration
-	// InternalErrorWindow bounds re-watching on InternalErrors before a relist (default 30 s).
-	InternalErrorWindow time.Duration
+	// Backoff is the wait policy without Retry-After; default client-go's reflector backoff. It
+	// starts over on watch progress (docs/semantics.md, "Waiting").
+	Backoff backoff.Policy
+	// InternalErrorWindow and InternalErrorRewatches bound re-watching on InternalErrors: the
+	// reflector relists once a streak is that old (default 30 s) and has re-watched that often
+	// (default 3).
+	InternalErrorWindow    time.Duration
+	InternalErrorRewatches int
+	// ResumeRVLifetime caps a re-watch's wait while its resume RV is young (default 60 s).
+	ResumeRVLifetime time.Duration
 	// RetryAfterCap caps a server's Retry-After (default 5 min).
 	RetryAfterCap time.Duration
 	// PageSize is the LIST limit (default 500; negative: unpaginated).

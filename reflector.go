@@ -28,8 +28,8 @@ func New(cfg Config) (*Reflector, error) {
 		cfg.Seed = rand.Uint64() // recorded in the journal header, so a replay uses the same jitter
 	}
 	m, err := transitions.New(transitions.Config{
-		Backoff: cfg.Backoff, BackoffResetAfter: cfg.BackoffResetAfter, InternalErrorWindow: cfg.InternalErrorWindow,
-		RetryAfterCap: cfg.RetryAfterCap, PageSize: cfg.PageSize, WatchList: cfg.WatchList, Seed: cfg.Seed,
+		Backoff: cfg.Backoff, InternalErrorWindow: cfg.InternalErrorWindow, InternalErrorRewatches: cfg.InternalErrorRewatches,
+		ResumeRVLifetime: cfg.ResumeRVLifetime, RetryAfterCap: cfg.RetryAfterCap, PageSize: cfg.PageSize, WatchList: cfg.WatchList, Seed: cfg.Seed,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rewatch: %w", err)

@@ -148,6 +148,13 @@ func (s Snapshot) String() string {
 	if s.Attempt > 0 {
 		field(&b, "attempt", strconv.Itoa(s.Attempt))
 	}
+	if !s.InternalStreakStart.IsZero() {
+		// The streak's re-watches so far; its age is the transcript's clock minus its start.
+		field(&b, "internal-streak", strconv.Itoa(s.InternalRewatches))
+	}
+	if s.State == Backoff && s.ListContinue != "" {
+		field(&b, "resume-page", strconv.Quote(s.ListContinue))
+	}
 	return b.String()
 }
 

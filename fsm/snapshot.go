@@ -35,6 +35,10 @@ type Snapshot struct {
 	ListRV string `json:"listRV,omitempty"`
 	// ListContinuing: the request in flight is a continue page.
 	ListContinuing bool `json:"listContinuing,omitempty"`
+	// ListContinue is the continue token of the page in flight, kept through a backoff so that a
+	// failed continuation page is retried where it failed (the token stays valid until the
+	// server compacts, minutes later) instead of listing from page 1 again.
+	ListContinue string `json:"listContinue,omitempty"`
 	// ListFull: the request in flight is the one unpaginated fallback LIST.
 	ListFull bool `json:"listFull,omitempty"`
 	// Streaming: the current listing is a watch-list stream (sendInitialEvents).
@@ -48,15 +52,19 @@ type Snapshot struct {
 	WatchOpen     bool      `json:"watchOpen,omitempty"`
 	WatchOpenedAt time.Time `json:"watchOpenedAt,omitzero"`
 	WatchEvents   int       `json:"watchEvents,omitempty"`
-	// HealthySince is when the current watch first delivered an event; a failure after
-	// BackoffResetAfter of health resets Attempt.
-	HealthySince time.Time `json:"healthySince,omitzero"`
+	// RVAdvancedAt is when LastRV last moved (a watch event) or a LIST last completed: the age
+	// of the resume RV, which bounds how long a re-watch may wait before the RV is likely to
+	// have left the server's watch cache (docs/semantics.md, "resume-RV age guard").
+	RVAdvancedAt time.Time `json:"rvAdvancedAt,omitzero"`
 
-	// Attempt is how many backoff waits have happened since the last reset.
+	// Attempt is how many backoff waits have happened since the last progress. An honoured
+	// Retry-After does not count.
 	Attempt int `json:"attempt,omitempty"`
-	// InternalStreakStart and InternalLastAt bound the window of InternalError re-watches.
+	// InternalStreakStart is when the current streak of InternalErrors began (zero: none), and
+	// InternalRewatches how many watches it has re-opened since. Only progress or a completed
+	// LIST ends a streak.
 	InternalStreakStart time.Time `json:"internalStreakStart,omitzero"`
-	InternalLastAt      time.Time `json:"internalLastAt,omitzero"`
+	InternalRewatches   int       `json:"internalRewatches,omitempty"`
 	// QuickEnds counts consecutive watches that ended quickly without delivering anything.
 	QuickEnds int `json:"quickEnds,omitempty"`
 	// ExpiredStreak counts 410s since the last watch event.

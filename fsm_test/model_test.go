@@ -53,11 +53,16 @@ type generated struct {
 func drawConfig(t *rapid.T) transitions.Config {
 	b := backoff.Reflector()
 	b.Jitter = rapid.SampledFrom([]float64{0, 0.5, 1}).Draw(t, "jitter")
+	if rapid.IntRange(0, 9).Draw(t, "zeroPolicy") == 0 {
+		b = backoff.Backoff{} // a policy that always says 0: the MinWait floor must hold
+	}
 	return transitions.Config{
-		Backoff:             b,
-		Seed:                rapid.Uint64().Draw(t, "seed"),
-		WatchList:           rapid.Bool().Draw(t, "watchList"),
-		InternalErrorWindow: rapid.SampledFrom([]time.Duration{0, 5 * time.Second, time.Minute}).Draw(t, "window"),
+		Backoff:                b,
+		Seed:                   rapid.Uint64().Draw(t, "seed"),
+		WatchList:              rapid.Bool().Draw(t, "watchList"),
+		InternalErrorWindow:    rapid.SampledFrom([]time.Duration{0, 5 * time.Second, time.Minute}).Draw(t, "window"),
+		InternalErrorRewatches: rapid.SampledFrom([]int{0, 1, 5}).Draw(t, "rewatches"),
+		ResumeRVLifetime:       rapid.SampledFrom([]time.Duration{0, 10 * time.Second}).Draw(t, "rvLifetime"),
 		RetryAfterCap:       rapid.SampledFrom([]time.Duration{0, time.Minute}).Draw(t, "raCap"),
 		PageSize:            rapid.SampledFrom([]int64{0, 2, -1}).Draw(t, "pageSize"),
 	}
@@ -199,6 +204,12 @@ func (ms *modelServer) failure(t *rapid.T, e fsm.Event, allowTransport bool) gen
 	case fkInternal:
 		f.Status = rapid.SampledFrom([]*metav1.Status{
 			st(500, metav1.StatusReasonInternalError), st(502, ""), st(0, "SomethingNew")}).Draw(t, "internalStatus")
+		if secs := rapid.SampledFrom([]int32{0, 0, 2, 90}).Draw(t, "internalRetryAfter"); secs > 0 {
+			// A 500 with a long Retry-After is the case that kept revision 1's streak from
+			// ever reaching its relist.
+			f.Status.Details = &metav1.StatusDetails{RetryAfterSeconds: secs}
+			g.retryAfter = time.Duration(secs) * time.Second
+		}
 	case fkExpired:
 		f.Status = rapid.SampledFrom([]*metav1.Status{st(410, metav1.StatusReasonExpired), st(410, metav1.StatusReasonGone)}).Draw(t, "expiredStatus")
 	case fkTooLarge:

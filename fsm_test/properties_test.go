@@ -130,8 +130,10 @@ func TestPropertyRewatchUsesLastRVAndRVsNeverGoBack(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "Waiting": each wait is the capped Retry-After when the server gave one (a value
-// under a second is no hint), and otherwise lies within the backoff's bounds for its attempt.
+// docs/semantics.md "Waiting": each wait is the capped Retry-After when the server gave one (a
+// value under a second is no hint) and then leaves the backoff where it was; otherwise it lies
+// within the backoff's bounds for its attempt, cut by the resume-RV age guard for a re-watch,
+// and never under MinWait.
 func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := drawRun(t)
@@ -145,40 +147,76 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 					if want := min(ra, cfg.RetryAfterCap); c.Delay != want {
 						t.Fatalf("step %d: waited %v, Retry-After %v capped at %v", i, c.Delay, ra, cfg.RetryAfterCap)
 					}
+					if st.after.Attempt != st.before.Attempt {
+						t.Fatalf("step %d: an honoured Retry-After moved the backoff from attempt %d to %d", i, st.before.Attempt, st.after.Attempt)
+					}
 					continue
 				}
-				attempt := st.before.Attempt
-				if !st.before.HealthySince.IsZero() && st.gen.event.Now.Sub(st.before.HealthySince) >= cfg.BackoffResetAfter {
-					attempt = 0
+				lo, hi := bounds(cfg, st.before.Attempt)
+				guard := func(d time.Duration) time.Duration {
+					if st.after.Next == fsm.Watching {
+						if age := st.gen.event.Now.Sub(st.before.RVAdvancedAt); age < cfg.ResumeRVLifetime {
+							d = min(d, max(transitions.MinResumeWait, cfg.ResumeRVLifetime-age))
+						}
+					}
+					return max(d, transitions.MinWait)
 				}
-				lo, hi := cfg.Backoff.(interface {
-					Bounds(int) (time.Duration, time.Duration)
-				}).Bounds(attempt)
-				if c.Delay < lo || c.Delay >= hi {
-					t.Fatalf("step %d: waited %v, backoff attempt %d allows [%v, %v)", i, c.Delay, attempt, lo, hi)
+				if c.Delay < guard(lo) || c.Delay > guard(hi-1) {
+					t.Fatalf("step %d: waited %v; backoff attempt %d allows [%v, %v), guarded [%v, %v]",
+						i, c.Delay, st.before.Attempt, lo, hi, guard(lo), guard(hi-1))
+				}
+				if st.after.Attempt != st.before.Attempt+1 {
+					t.Fatalf("step %d: a backoff wait moved attempt from %d to %d", i, st.before.Attempt, st.after.Attempt)
 				}
 			}
 		}
 	})
 }
 
-// SEMANTICS.md "Backoff": the backoff resets only after a healthy period (a watch open and
-// delivering for BackoffResetAfter); kube-rs's reset-on-every-Ok is the bug to avoid.
-func TestPropertyBackoffNeverResetsEarly(t *testing.T) {
+// docs/semantics.md "resume-RV age guard": while the resume RV is younger than its lifetime, no
+// re-watch waits longer than max(1 s, lifetime − age), unless the server asked for longer.
+func TestPropertyRewatchWaitsWithinResumeLifetime(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := drawRun(t)
 		cfg := r.m.Config()
 		for i, st := range r.steps {
-			if st.after.Attempt >= st.before.Attempt {
+			if !has(st.commands, fsm.CmdArmTimer) || st.after.Next != fsm.Watching || st.gen.retryAfter >= transitions.MinRetryAfter {
 				continue
 			}
-			healthy := !st.before.HealthySince.IsZero() && st.gen.event.Now.Sub(st.before.HealthySince) >= cfg.BackoffResetAfter
-			if !healthy {
-				t.Fatalf("step %d: attempt fell from %d to %d without %v of health (healthy since %v, now %v)", i,
-					st.before.Attempt, st.after.Attempt, cfg.BackoffResetAfter, st.before.HealthySince, st.gen.event.Now)
+			age := st.gen.event.Now.Sub(st.before.RVAdvancedAt)
+			if age >= cfg.ResumeRVLifetime {
+				continue
+			}
+			limit := max(transitions.MinResumeWait, cfg.ResumeRVLifetime-age)
+			if d := st.commands[len(st.commands)-1].Delay; d > limit {
+				t.Fatalf("step %d: re-watch waits %v with the resume RV %v old; at most %v", i, d, age, limit)
 			}
 		}
 	})
+}
+
+// docs/semantics.md "reset on progress": the backoff returns to its first step exactly when a
+// watch moves the last observed RV; nothing else (a LIST page, a watch that opens and delivers
+// nothing, an honoured Retry-After) resets it. kube-rs's reset-on-every-Ok is the bug to avoid.
+func TestPropertyBackoffResetsOnProgressOnly(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		for i, st := range r.steps {
+			moved := st.cause == fsm.CauseWatchEvent && st.after.LastRV != st.before.LastRV
+			switch {
+			case moved && st.after.Attempt != 0:
+				t.Fatalf("step %d: the RV moved %s→%s but attempt is %d", i, st.before.LastRV, st.after.LastRV, st.after.Attempt)
+			case !moved && st.after.Attempt < st.before.Attempt:
+				t.Fatalf("step %d: %s (%s) reset attempt %d→%d without progress", i, st.gen.event, st.cause, st.before.Attempt, st.after.Attempt)
+			}
+		}
+	})
+}
+
+func bounds(cfg transitions.Config, attempt int) (time.Duration, time.Duration) {
+	return cfg.Backoff.(interface {
+		Bounds(int) (time.Duration, time.Duration)
+	}).Bounds(attempt)
 }
 
 // Under continuous failure the waits grow step by step to the cap and stay there.
@@ -187,14 +225,13 @@ func TestPropertyDelaysGrowToCap(t *testing.T) {
 		cfg := drawConfig(t)
 		cfg.WatchList = false
 		m := transitions.MustNew(cfg)
-		ms := &modelServer{now: t0}
 		s := m.Initial()
 		s, _ = m.Next(s, fsm.Event{Kind: fsm.EvStart, Now: t0})
 		s, _ = m.Next(s, fsm.Event{Kind: fsm.EvListPage, Now: t0, Request: s.Request, ResourceVersion: "10"})
-		b := m.Config().Backoff.(interface {
-			Bounds(int) (time.Duration, time.Duration)
-		})
-		capLo, _ := b.Bounds(1 << 20)
+		// The first failure comes once the resume RV has outlived its guard, so that the
+		// backoff alone decides every wait.
+		ms := &modelServer{now: t0.Add(m.Config().ResumeRVLifetime)}
+		capLo, _ := bounds(m.Config(), 1<<20)
 		reachedCap := false
 		for attempt := range 40 {
 			g := ms.failure(t, fsm.Event{Kind: fsm.EvWatchOpenFailed, Now: ms.now, Request: s.Request}, true)
@@ -207,7 +244,8 @@ func TestPropertyDelaysGrowToCap(t *testing.T) {
 			s, cmds = m.Next(s, g.event)
 			require.Equal(t, fsm.Backoff, s.State)
 			d := cmds[len(cmds)-1].Delay
-			lo, hi := b.Bounds(attempt)
+			lo, hi := bounds(m.Config(), attempt)
+			lo, hi = max(lo, transitions.MinWait), max(hi, transitions.MinWait+1)
 			if d < lo || d >= hi {
 				t.Fatalf("attempt %d: %v outside [%v, %v)", attempt, d, lo, hi)
 			}

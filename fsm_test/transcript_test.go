@@ -14,12 +14,13 @@ import (
 )
 
 // TestTranscripts replays the golden transcripts in testdata/transcripts: one file per
-// SEMANTICS.md row, each a script of events with the states and commands they must produce.
+// docs/semantics.md row or rule, each a script of events with the states and commands they must produce.
 // Rewrite them after a deliberate change with: go test ./fsm_test -run TestTranscripts -rewrite
 //
 // Directives:
 //
-//	config [jitter=0] [watch-list] [internal-window=D] [retry-after-cap=D] [seed=N]
+//	config [jitter=0] [backoff=zero] [watch-list] [internal-window=D] [internal-rewatches=N] [resume-rv-lifetime=D]
+//	       [retry-after-cap=D] [page-size=N] [seed=N]
 //	run    (input: one event per line; output: transition and commands per event)
 func TestTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/transcripts", func(t *testing.T, path string) {
@@ -89,10 +90,19 @@ func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 			cfg.WatchList = true
 		case "internal-window":
 			cfg.InternalErrorWindow, err = time.ParseDuration(v)
+		case "internal-rewatches":
+			cfg.InternalErrorRewatches, err = strconv.Atoi(v)
+		case "resume-rv-lifetime":
+			cfg.ResumeRVLifetime, err = time.ParseDuration(v)
 		case "retry-after-cap":
 			cfg.RetryAfterCap, err = time.ParseDuration(v)
 		case "page-size":
 			cfg.PageSize, err = strconv.ParseInt(v, 10, 64)
+		case "backoff":
+			if v != "zero" {
+				err = fmt.Errorf("backoff=%s: only backoff=zero (a policy that always says 0) is known", v)
+			}
+			cfg.Backoff = backoff.Backoff{}
 		case "seed":
 			cfg.Seed, err = strconv.ParseUint(v, 10, 64)
 		default:
@@ -106,6 +116,6 @@ func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 }
 
 func summary(c transitions.Config) string {
-	return fmt.Sprintf("backoff=%+v reset-after=%v internal-window=%v retry-after-cap=%v page-size=%d watch-list=%v",
-		c.Backoff, c.BackoffResetAfter, c.InternalErrorWindow, c.RetryAfterCap, c.PageSize, c.WatchList)
+	return fmt.Sprintf("backoff=%+v internal-window=%v internal-rewatches=%d resume-rv-lifetime=%v retry-after-cap=%v page-size=%d watch-list=%v",
+		c.Backoff, c.InternalErrorWindow, c.InternalErrorRewatches, c.ResumeRVLifetime, c.RetryAfterCap, c.PageSize, c.WatchList)
 }

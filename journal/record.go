@@ -10,8 +10,10 @@ import (
 	"github.com/rewatch/rewatch/transitions"
 )
 
-// Format names this journal format in every header.
-const Format = "rewatch-journal/v1"
+// Format names this journal format in every header. v2 is the first with the revision-2 wait
+// policy (docs/semantics.md, "Waiting"): a v1 journal would replay to other decisions, so the
+// reader refuses it rather than report false differences.
+const Format = "rewatch-journal/v2"
 
 // Header is the first line: what is needed to rebuild the very same machine.
 type Header struct {
@@ -29,9 +31,9 @@ type Header struct {
 type ConfigRecord struct {
 	Backoff                *backoff.Backoff `json:"backoff,omitempty"`
 	BackoffPolicy          string           `json:"backoffPolicy,omitempty"`
-	BackoffResetAfter      time.Duration    `json:"backoffResetAfter"`
 	InternalErrorWindow    time.Duration    `json:"internalErrorWindow"`
-	InternalErrorStreakGap time.Duration    `json:"internalErrorStreakGap"`
+	InternalErrorRewatches int              `json:"internalErrorRewatches"`
+	ResumeRVLifetime       time.Duration    `json:"resumeRVLifetime"`
 	RetryAfterCap          time.Duration    `json:"retryAfterCap"`
 	PageSize               int64            `json:"pageSize"`
 	QuickWatch             time.Duration    `json:"quickWatch"`
@@ -45,8 +47,8 @@ type ConfigRecord struct {
 // RecordConfig captures a machine's effective configuration.
 func RecordConfig(c transitions.Config) ConfigRecord {
 	r := ConfigRecord{
-		BackoffResetAfter: c.BackoffResetAfter, InternalErrorWindow: c.InternalErrorWindow,
-		InternalErrorStreakGap: c.InternalErrorStreakGap, RetryAfterCap: c.RetryAfterCap,
+		InternalErrorWindow: c.InternalErrorWindow, InternalErrorRewatches: c.InternalErrorRewatches,
+		ResumeRVLifetime: c.ResumeRVLifetime, RetryAfterCap: c.RetryAfterCap,
 		PageSize: c.PageSize, QuickWatch: c.QuickWatch, QuickEndsBeforeBackoff: c.QuickEndsBeforeBackoff,
 		WatchTimeoutMin: c.WatchTimeoutMin, WatchTimeoutMax: c.WatchTimeoutMax, WatchList: c.WatchList, Seed: c.Seed,
 	}
@@ -65,8 +67,8 @@ func RecordConfig(c transitions.Config) ConfigRecord {
 // Config rebuilds the configuration. policy replaces a backoff that was not recorded by value.
 func (r ConfigRecord) Config(policy backoff.Policy) (transitions.Config, error) {
 	c := transitions.Config{
-		BackoffResetAfter: r.BackoffResetAfter, InternalErrorWindow: r.InternalErrorWindow,
-		InternalErrorStreakGap: r.InternalErrorStreakGap, RetryAfterCap: r.RetryAfterCap,
+		InternalErrorWindow: r.InternalErrorWindow, InternalErrorRewatches: r.InternalErrorRewatches,
+		ResumeRVLifetime: r.ResumeRVLifetime, RetryAfterCap: r.RetryAfterCap,
 		PageSize: r.PageSize, QuickWatch: r.QuickWatch, QuickEndsBeforeBackoff: r.QuickEndsBeforeBackoff,
 		WatchTimeoutMin: r.WatchTimeoutMin, WatchTimeoutMax: r.WatchTimeoutMax, WatchList: r.WatchList, Seed: r.Seed,
 	}

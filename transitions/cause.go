@@ -135,10 +135,10 @@ func (m *Machine) watchFailureCause(s *fsm.Snapshot, e *fsm.Event, c class) fsm.
 	case classBusy:
 		return fsm.CauseTooManyRequests
 	case classInternal:
-		if m.inInternalWindow(s, e) {
-			return fsm.CauseInternalErrorInWindow
+		if m.internalStreakSpent(s, e) {
+			return fsm.CauseInternalErrorPastWindow
 		}
-		return fsm.CauseInternalErrorPastWindow
+		return fsm.CauseInternalErrorInWindow
 	case classExpired:
 		if s.ExpiredStreak > 0 {
 			return fsm.CauseExpiredAgain
@@ -157,12 +157,12 @@ func (m *Machine) quickEnd(s *fsm.Snapshot, e *fsm.Event) bool {
 	return s.WatchEvents == 0 && (!s.WatchOpen || e.Now.Sub(s.WatchOpenedAt) < m.cfg.QuickWatch)
 }
 
-// inInternalWindow: the InternalError at e.Now falls inside the window of its streak. A streak
-// starts at its first error and ends after InternalErrorStreakGap without one.
-func (m *Machine) inInternalWindow(s *fsm.Snapshot, e *fsm.Event) bool {
-	start := s.InternalStreakStart
-	if start.IsZero() || e.Now.Sub(s.InternalLastAt) > m.cfg.InternalErrorStreakGap {
-		start = e.Now
-	}
-	return e.Now.Sub(start) <= m.cfg.InternalErrorWindow
+// internalStreakSpent: the InternalError at e.Now ends a streak that is both old enough and
+// has re-watched often enough (docs/semantics.md, InternalError row). Requiring both means a
+// streak of long waits still reaches its relist after a few re-watches, and a burst of fast
+// errors cannot force one before the window has passed.
+func (m *Machine) internalStreakSpent(s *fsm.Snapshot, e *fsm.Event) bool {
+	return !s.InternalStreakStart.IsZero() &&
+		e.Now.Sub(s.InternalStreakStart) >= m.cfg.InternalErrorWindow &&
+		s.InternalRewatches >= m.cfg.InternalErrorRewatches
 }

@@ -11,16 +11,21 @@ import (
 // Config holds the reflector's tunables. The zero value of every field means "the default".
 type Config struct {
 	// Backoff is the wait before a retry when the server gave no Retry-After. Any policy works;
-	// the default is client-go's reflector backoff (800 ms, ×2, jitter 1.0, cap 30 s).
+	// the default is client-go's reflector backoff (800 ms, ×2, jitter 1.0, cap 30 s). It returns
+	// to its first step on watch progress; whatever it returns, no wait is shorter than MinWait.
 	Backoff backoff.Policy
-	// BackoffResetAfter is how long a watch must be open and delivering before a later failure
-	// starts the backoff from its first step again. Default 2 minutes.
-	BackoffResetAfter time.Duration
-	// InternalErrorWindow bounds how long InternalErrors are answered by re-watching; past it the
-	// reflector relists. Default 30 s, counted from the first error of a streak.
-	InternalErrorWindow time.Duration
-	// InternalErrorStreakGap ends a streak of InternalErrors after this long without one. Default 1 minute.
-	InternalErrorStreakGap time.Duration
+	// InternalErrorWindow and InternalErrorRewatches bound a streak of InternalErrors: the
+	// reflector re-watches until the streak is at least InternalErrorWindow old (default 30 s)
+	// and has re-opened the watch at least InternalErrorRewatches times (default 3), then
+	// relists. Both bounds must be met, so neither long waits nor a burst of fast errors can
+	// keep a streak from its relist, or force one early.
+	InternalErrorWindow    time.Duration
+	InternalErrorRewatches int
+	// ResumeRVLifetime is how long after the resume RV last advanced a re-watch can count on
+	// the server still having it (the apiserver's watch cache keeps at least 75 s). While the RV
+	// is younger, a re-watch waits at most max(1 s, ResumeRVLifetime − age); once it is older,
+	// the backoff alone decides. Default 60 s.
+	ResumeRVLifetime time.Duration
 	// RetryAfterCap caps a server's Retry-After, so that a hostile or broken value cannot park
 	// the reflector. Default 5 minutes.
 	RetryAfterCap time.Duration
@@ -44,9 +49,9 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultBackoffResetAfter      = backoff.ReflectorResetAfter
 	DefaultInternalErrorWindow    = 30 * time.Second
-	DefaultInternalErrorStreakGap = time.Minute
+	DefaultInternalErrorRewatches = 3
+	DefaultResumeRVLifetime       = 60 * time.Second
 	DefaultRetryAfterCap          = 5 * time.Minute
 	DefaultPageSize               = 500
 	DefaultQuickWatch             = time.Second
@@ -56,6 +61,11 @@ const (
 	// MinRetryAfter: a Retry-After below one second (in practice "0") is no usable hint; the
 	// backoff decides instead, so that "Retry-After: 0" forever cannot become a hot loop.
 	MinRetryAfter = time.Second
+	// MinWait is the floor of every wait, so that a policy returning 0 cannot turn a server that
+	// keeps failing into back-to-back requests.
+	MinWait = 100 * time.Millisecond
+	// MinResumeWait is the shortest wait the resume-RV age guard cuts a backoff down to.
+	MinResumeWait = time.Second
 )
 
 // withDefaults fills zero fields and rejects values that cannot work.
@@ -63,9 +73,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Backoff == nil {
 		c.Backoff = backoff.Reflector()
 	}
-	setDefault(&c.BackoffResetAfter, DefaultBackoffResetAfter)
 	setDefault(&c.InternalErrorWindow, DefaultInternalErrorWindow)
-	setDefault(&c.InternalErrorStreakGap, DefaultInternalErrorStreakGap)
+	setDefault(&c.ResumeRVLifetime, DefaultResumeRVLifetime)
 	setDefault(&c.RetryAfterCap, DefaultRetryAfterCap)
 	setDefault(&c.QuickWatch, DefaultQuickWatch)
 	setDefault(&c.WatchTimeoutMin, DefaultWatchTimeoutMin)
@@ -76,13 +85,16 @@ func (c Config) withDefaults() (Config, error) {
 	if c.QuickEndsBeforeBackoff == 0 {
 		c.QuickEndsBeforeBackoff = DefaultQuickEndsBeforeBackoff
 	}
+	if c.InternalErrorRewatches == 0 {
+		c.InternalErrorRewatches = DefaultInternalErrorRewatches
+	}
 	var errs []error
 	for _, f := range []struct {
 		name string
 		d    time.Duration
 	}{
-		{"BackoffResetAfter", c.BackoffResetAfter}, {"InternalErrorWindow", c.InternalErrorWindow},
-		{"InternalErrorStreakGap", c.InternalErrorStreakGap}, {"RetryAfterCap", c.RetryAfterCap},
+		{"InternalErrorWindow", c.InternalErrorWindow}, {"ResumeRVLifetime", c.ResumeRVLifetime},
+		{"RetryAfterCap", c.RetryAfterCap},
 		{"QuickWatch", c.QuickWatch},
 	} {
 		if f.d < 0 {
@@ -91,6 +103,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.WatchTimeoutMax < c.WatchTimeoutMin || c.WatchTimeoutMin < time.Second {
 		errs = append(errs, fmt.Errorf("watch timeout range [%v, %v) is empty or under a second", c.WatchTimeoutMin, c.WatchTimeoutMax))
+	}
+	if c.InternalErrorRewatches < 0 {
+		errs = append(errs, fmt.Errorf("InternalErrorRewatches must not be negative, got %d", c.InternalErrorRewatches))
 	}
 	if c.QuickEndsBeforeBackoff < 1 {
 		errs = append(errs, fmt.Errorf("QuickEndsBeforeBackoff must be at least 1, got %d", c.QuickEndsBeforeBackoff))

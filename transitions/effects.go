@@ -20,7 +20,7 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, out *[
 		m.listPage(s, out, pageContinue, e.Continue)
 	case fsm.CauseListComplete:
 		stagePage(s, e, out)
-		m.replaceAndWatch(s, e.ResourceVersion, out)
+		m.replaceAndWatch(s, e.ResourceVersion, e.Now, out)
 	case fsm.CauseListExpired:
 		m.endRequest(s, e, out)
 		discardStaged(s, out)
@@ -30,8 +30,13 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, out *[
 		discardStaged(s, out)
 		m.listPage(s, out, pageFull, "")
 	case fsm.CauseListFailed, fsm.CauseInitialTransferCut:
+		resumable := s.ListContinuing && !s.Streaming
 		m.endRequest(s, e, out)
-		discardStaged(s, out)
+		if !resumable {
+			// A first page or a watch-list stream has nothing to resume from.
+			discardStaged(s, out)
+			s.ListContinue = ""
+		}
 		m.backoff(s, e, cause, s.State, out)
 	case fsm.CauseInitialEvent:
 		if e.Type != fsm.Bookmark {
@@ -40,7 +45,7 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, out *[
 		}
 	case fsm.CauseInitialEventsEnd:
 		// The stream that delivered the initial state goes on as the watch.
-		m.replace(s, e.ResourceVersion, out)
+		m.replace(s, e.ResourceVersion, e.Now, out)
 		s.WatchOpen, s.WatchOpenedAt, s.WatchEvents = true, e.Now, 0
 	case fsm.CauseWatchListUnsupported:
 		discardStaged(s, out)
@@ -55,9 +60,8 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, out *[
 		m.watchFailed(s, e, out)
 		m.backoff(s, e, cause, fsm.Watching, out)
 	case fsm.CauseInternalErrorPastWindow:
-		// The window is spent: relist, and give the next streak a fresh window so that a
-		// lasting outage costs one LIST per window, not one per error.
-		s.InternalStreakStart, s.InternalLastAt = zeroTime, zeroTime
+		// The streak is spent: relist. The completed LIST ends the streak, so a lasting outage
+		// costs one LIST per window, not one per error.
 		m.watchFailed(s, e, out)
 		m.startListing(s, out)
 	case fsm.CauseStreamEnded:
@@ -84,7 +88,11 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, out *[
 		m.openWatch(s, out)
 	case fsm.CauseRetryRelist, fsm.CauseRetryList:
 		s.Timer = 0
-		m.startListing(s, out)
+		if s.ListContinue != "" {
+			m.listPage(s, out, pageContinue, s.ListContinue)
+		} else {
+			m.startListing(s, out)
+		}
 
 	case fsm.CauseStop:
 		m.stop(s, out)
@@ -97,15 +105,11 @@ func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 		// A frame proves the stream is open even if the driver reported no headers event.
 		s.WatchOpen, s.WatchOpenedAt = true, e.Now
 	}
-	if e.ResourceVersion != "" {
-		s.LastRV = e.ResourceVersion
-		s.RVUnusable = false
+	if e.ResourceVersion != "" && e.ResourceVersion != s.LastRV {
+		progress(s, e)
 	}
 	s.WatchEvents++
 	s.QuickEnds, s.ExpiredStreak = 0, 0
-	if s.HealthySince.IsZero() {
-		s.HealthySince = e.Now
-	}
 	if e.Type != fsm.Bookmark {
 		emit(out, fsm.Command{Kind: fsm.CmdApply, Type: e.Type, Key: e.Key, ResourceVersion: e.ResourceVersion, Object: e.Object})
 	}
@@ -133,11 +137,12 @@ func (m *Machine) endRequest(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 	s.WatchOpen, s.WatchOpenedAt, s.WatchEvents = false, zeroTime, 0
 }
 
+// noteInternalError starts a streak at its first error. Later errors do not move the start:
+// time spent waiting between them is part of the streak's age, never a reason to forget it.
 func (m *Machine) noteInternalError(s *fsm.Snapshot, e *fsm.Event) {
-	if s.InternalStreakStart.IsZero() || e.Now.Sub(s.InternalLastAt) > m.cfg.InternalErrorStreakGap {
-		s.InternalStreakStart = e.Now
+	if s.InternalStreakStart.IsZero() {
+		s.InternalStreakStart, s.InternalRewatches = e.Now, 0
 	}
-	s.InternalLastAt = e.Now
 }
 
 func (m *Machine) stop(s *fsm.Snapshot, out *[]fsm.Command) {
@@ -146,6 +151,7 @@ func (m *Machine) stop(s *fsm.Snapshot, out *[]fsm.Command) {
 		s.Request = 0
 	}
 	discardStaged(s, out)
+	s.ListContinue = ""
 	if s.Timer != 0 {
 		emit(out, fsm.Command{Kind: fsm.CmdCancelTimer, Timer: s.Timer})
 		s.Timer = 0

@@ -1,6 +1,8 @@
 package transitions
 
 import (
+	"time"
+
 	"github.com/rewatch/rewatch/fsm"
 )
 
@@ -49,6 +51,7 @@ func (m *Machine) startListing(s *fsm.Snapshot, out *[]fsm.Command) {
 func (m *Machine) listPage(s *fsm.Snapshot, out *[]fsm.Command, kind pageKind, cont string) {
 	s.Request = m.nextID(s)
 	s.ListContinuing, s.ListFull = kind == pageContinue, kind == pageFull
+	s.ListContinue = cont
 	c := fsm.Command{Kind: fsm.CmdListPage, Request: s.Request}
 	if kind == pageContinue {
 		c.Continue = cont
@@ -83,22 +86,23 @@ func discardStaged(s *fsm.Snapshot, out *[]fsm.Command) {
 }
 
 // replace hands everything staged to the store at rv.
-func (m *Machine) replace(s *fsm.Snapshot, rv string, out *[]fsm.Command) {
+func (m *Machine) replace(s *fsm.Snapshot, rv string, now time.Time, out *[]fsm.Command) {
 	emit(out, fsm.Command{Kind: fsm.CmdReplaceStore, ResourceVersion: rv})
 	s.Staged = 0
-	s.Streaming, s.ListContinuing, s.ListFull = false, false, false
+	s.Streaming, s.ListContinuing, s.ListFull, s.ListContinue = false, false, false, ""
 	s.Synced = true
 	// A fresh full state is what relisting past the InternalError window buys. A streak that
 	// began before it must not buy another one (seen in the bench storm: a relist for a 410,
 	// then an InternalError 40 ms later relisting again because the streak was 49 s old).
-	s.InternalStreakStart, s.InternalLastAt = zeroTime, zeroTime
+	s.InternalStreakStart, s.InternalRewatches = zeroTime, 0
+	s.RVAdvancedAt = now
 	if rv != "" {
 		s.LastRV = rv
 		s.RVUnusable = false
 	}
 }
 
-func (m *Machine) replaceAndWatch(s *fsm.Snapshot, rv string, out *[]fsm.Command) {
-	m.replace(s, rv, out)
+func (m *Machine) replaceAndWatch(s *fsm.Snapshot, rv string, now time.Time, out *[]fsm.Command) {
+	m.replace(s, rv, now, out)
 	m.openWatch(s, out)
 }

@@ -9,27 +9,40 @@ import (
 
 // backoff arms the timer that leads to next after the wait this failure calls for.
 func (m *Machine) backoff(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, next fsm.State, out *[]fsm.Command) {
-	d := m.delay(s, e)
+	d := m.delay(s, e, next)
 	s.Next = next
 	s.Timer = m.nextID(s)
 	emit(out, fsm.Command{Kind: fsm.CmdArmTimer, Timer: s.Timer, Delay: d, Reason: cause})
 }
 
-// delay is the wait before the next retry: the server's Retry-After, capped, when it gave a
-// usable one; otherwise the backoff policy's next step. Either way the backoff advances, so a
-// server that stops sending Retry-After is met with a backoff that has kept growing.
-func (m *Machine) delay(s *fsm.Snapshot, e *fsm.Event) time.Duration {
-	if !s.HealthySince.IsZero() && e.Now.Sub(s.HealthySince) >= m.cfg.BackoffResetAfter {
-		s.Attempt = 0
-	}
-	s.HealthySince = zeroTime
-	r := m.rand(s)
-	d := m.cfg.Backoff.Delay(s.Attempt, r)
+// delay is the wait before the retry that leads to next (docs/semantics.md, "Waiting").
+//
+// A usable Retry-After is honoured exactly, capped, and leaves the backoff where it was: the
+// server said when to come back, and coming back then is no failure streak. Otherwise the
+// policy's next step is taken and the backoff advances. A re-watch is cut short while its
+// resume RV is young, because waiting past the server's watch-cache window would turn a cheap
+// resume into a 410 and a full LIST. No wait is shorter than MinWait.
+func (m *Machine) delay(s *fsm.Snapshot, e *fsm.Event, next fsm.State) time.Duration {
 	if ra, ok := retryAfter(e.Failure); ok && ra >= MinRetryAfter {
-		d = min(ra, m.cfg.RetryAfterCap)
+		return min(ra, m.cfg.RetryAfterCap)
 	}
+	d := m.cfg.Backoff.Delay(s.Attempt, m.rand(s))
 	if s.Attempt < math.MaxInt32 {
 		s.Attempt++
 	}
-	return max(d, 0)
+	if next == fsm.Watching {
+		if age := e.Now.Sub(s.RVAdvancedAt); age < m.cfg.ResumeRVLifetime {
+			d = min(d, max(MinResumeWait, m.cfg.ResumeRVLifetime-age))
+		}
+	}
+	return max(d, MinWait)
+}
+
+// progress is a watch moving the last observed RV (docs/semantics.md, "reset on progress"):
+// proof that the server serves this watch again, so the backoff starts from its first step
+// and any InternalError streak is over.
+func progress(s *fsm.Snapshot, e *fsm.Event) {
+	s.LastRV, s.RVUnusable, s.RVAdvancedAt = e.ResourceVersion, false, e.Now
+	s.Attempt = 0
+	s.InternalStreakStart, s.InternalRewatches = zeroTime, 0
 }

@@ -12,6 +12,9 @@ var zeroTime time.Time
 func (m *Machine) openWatch(s *fsm.Snapshot, out *[]fsm.Command) {
 	s.Request = m.nextID(s)
 	s.WatchOpen, s.WatchOpenedAt, s.WatchEvents = false, zeroTime, 0
+	if !s.InternalStreakStart.IsZero() {
+		s.InternalRewatches++
+	}
 	emit(out, fsm.Command{
 		Kind: fsm.CmdOpenWatch, Request: s.Request, ResourceVersion: s.LastRV, RVSet: true,
 		Bookmarks: true, TimeoutSeconds: m.watchTimeout(s),
