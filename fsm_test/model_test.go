@@ -63,8 +63,8 @@ func drawConfig(t *rapid.T) transitions.Config {
 		InternalErrorWindow:    rapid.SampledFrom([]time.Duration{0, 5 * time.Second, time.Minute}).Draw(t, "window"),
 		InternalErrorRewatches: rapid.SampledFrom([]int{0, 1, 5}).Draw(t, "rewatches"),
 		ResumeRVLifetime:       rapid.SampledFrom([]time.Duration{0, 10 * time.Second}).Draw(t, "rvLifetime"),
-		RetryAfterCap:       rapid.SampledFrom([]time.Duration{0, time.Minute}).Draw(t, "raCap"),
-		PageSize:            rapid.SampledFrom([]int64{0, 2, -1}).Draw(t, "pageSize"),
+		RetryAfterCap:          rapid.SampledFrom([]time.Duration{0, time.Minute}).Draw(t, "raCap"),
+		PageSize:               rapid.SampledFrom([]int64{0, 2, -1}).Draw(t, "pageSize"),
 	}
 }
 
