@@ -51,7 +51,7 @@ func TestTypedDecoderFillsAClientGoStore(t *testing.T) {
 	require.Equal(t, "0", obj.(*corev1.ConfigMap).Data["i"])
 }
 
-// SEMANTICS.md "429 opening a watch": Backoff honouring Retry-After, then re-watch from the
+// docs/semantics.md "429 opening a watch": Backoff honouring Retry-After, then re-watch from the
 // last RV; no LIST.
 func Test429AtWatchStartRewatchesWithoutList(t *testing.T) {
 	w := newWorld(t, 5)
@@ -69,7 +69,7 @@ func Test429AtWatchStartRewatchesWithoutList(t *testing.T) {
 	require.Equal(t, rvs[0], rvs[1], "the re-watch resumes from the RV of the first")
 }
 
-// SEMANTICS.md "429 as a watch ERROR event": honours details.retryAfterSeconds; no LIST.
+// docs/semantics.md "429 as a watch ERROR event": honours details.retryAfterSeconds; no LIST.
 func Test429ErrorEventHonoursRetryAfterSeconds(t *testing.T) {
 	w := newWorld(t, 2)
 	w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1,
@@ -83,7 +83,7 @@ func Test429ErrorEventHonoursRetryAfterSeconds(t *testing.T) {
 	require.Contains(t, w.causes(), fsm.CauseTooManyRequests)
 }
 
-// SEMANTICS.md "410 Gone / Expired": exactly one extra LIST, at the last RV.
+// docs/semantics.md "410 Gone / Expired": exactly one extra LIST, at the last RV.
 func TestExpiredRelistsOnceAtLastRV(t *testing.T) {
 	w := newWorld(t, 2)
 	w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1,
@@ -96,7 +96,7 @@ func TestExpiredRelistsOnceAtLastRV(t *testing.T) {
 	require.Equal(t, reqs[1].Query.Get("resourceVersion"), reqs[2].Query.Get("resourceVersion"), "relist at the last RV, not \"\"")
 }
 
-// SEMANTICS.md "stop": stopping during a 30 s backoff returns at once; goleak (TestMain)
+// docs/semantics.md "stop": stopping during a 30 s backoff returns at once; goleak (TestMain)
 // proves nothing is left running.
 func TestStopDuringBackoffReturnsAtOnce(t *testing.T) {
 	w := newWorld(t, 1)

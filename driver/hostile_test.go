@@ -119,7 +119,7 @@ func armed(tr driver.Transition) time.Duration {
 	return -1
 }
 
-// SEMANTICS.md InternalError row, "(also a mid-stream decode failure)": bytes that are not a
+// docs/semantics.md InternalError row, "(also a mid-stream decode failure)": bytes that are not a
 // frame, an ERROR event without a Status, an unknown event type and an oversized frame each end
 // the stream as an InternalError: re-watch with backoff inside the window, never a panic or stall.
 func TestHostileWatchFrames(t *testing.T) {

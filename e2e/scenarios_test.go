@@ -36,7 +36,7 @@ func TestSyncFollowsWrites(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "429 opening a watch": Backoff honouring Retry-After, then re-watch from the
+// docs/semantics.md "429 opening a watch": Backoff honouring Retry-After, then re-watch from the
 // last RV; no LIST.
 func Test429OpeningWatch(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
@@ -57,7 +57,7 @@ func Test429OpeningWatch(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "429 as a watch ERROR event": re-watch from the last RV after
+// docs/semantics.md "429 as a watch ERROR event": re-watch from the last RV after
 // details.retryAfterSeconds; no LIST.
 func Test429ErrorEvent(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
@@ -80,7 +80,7 @@ func Test429ErrorEvent(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md InternalError row: re-watch with backoff inside the window; no LIST.
+// docs/semantics.md InternalError row: re-watch with backoff inside the window; no LIST.
 func TestInternalErrorEventAndAtOpen(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b, configMaps, 5)
@@ -98,7 +98,7 @@ func TestInternalErrorEventAndAtOpen(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "watch stream ends (... reset ...)": re-watch at once from the last RV.
+// docs/semantics.md "watch stream ends (... reset ...)": re-watch at once from the last RV.
 func TestResetMidStream(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b, configMaps, 5)
@@ -115,7 +115,7 @@ func TestResetMidStream(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "connection refused / reset / EOF before the watch opened": re-watch with
+// docs/semantics.md "connection refused / reset / EOF before the watch opened": re-watch with
 // backoff.
 func TestConnectionDroppedBeforeWatchOpened(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
@@ -131,7 +131,7 @@ func TestConnectionDroppedBeforeWatchOpened(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "410 Gone / Expired" as an ERROR event: exactly one relist, at the last RV.
+// docs/semantics.md "410 Gone / Expired" as an ERROR event: exactly one relist, at the last RV.
 func TestExpiredEventRelistsAtLastRV(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b, configMaps, 5)
@@ -184,7 +184,7 @@ func TestRealExpiryAfterCompaction(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "too large resource version": relist with RV "".
+// docs/semantics.md "too large resource version": relist with RV "".
 func TestTooLargeResourceVersion(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b, configMaps, 5)
@@ -200,7 +200,7 @@ func TestTooLargeResourceVersion(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "LIST fails: 429": Backoff honouring Retry-After, then retry the LIST.
+// docs/semantics.md "LIST fails: 429": Backoff honouring Retry-After, then retry the LIST.
 func TestListTooManyRequests(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b, configMaps, 5)
@@ -215,7 +215,7 @@ func TestListTooManyRequests(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "LIST fails: 401 / 403 / 404": backoff, relist; never a hot loop.
+// docs/semantics.md "LIST fails: 401 / 403 / 404": backoff, relist; never a hot loop.
 func TestListNotFoundBacksOff(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b, configMaps, 5)
@@ -235,7 +235,7 @@ func TestListNotFoundBacksOff(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "initial transfer cut": a LIST body cut mid-way backs off and retries.
+// docs/semantics.md "initial transfer cut": a LIST body cut mid-way backs off and retries.
 func TestListBodyCut(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b, configMaps, 50)
@@ -248,7 +248,7 @@ func TestListBodyCut(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "initial transfer cut (watch-list stream ends before its initial-events-end
+// docs/semantics.md "initial transfer cut (watch-list stream ends before its initial-events-end
 // bookmark)": back off and retry, never a hot loop.
 func TestWatchListTransferCut(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
@@ -265,7 +265,7 @@ func TestWatchListTransferCut(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "stop": stopping during a 30 s backoff returns at once; goleak in TestMain.
+// docs/semantics.md "stop": stopping during a 30 s backoff returns at once; goleak in TestMain.
 func TestStopDuringBackoff(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		e := newEnv(t, b, configMaps, 3)

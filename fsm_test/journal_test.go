@@ -23,7 +23,7 @@ func writeJournal(t require.TestingT, r run) *bytes.Buffer {
 	return &buf
 }
 
-// DESIGN.md "Replay": a journal replays to the identical states and commands, and --check
+// docs/design.md "Replay": a journal replays to the identical states and commands, and --check
 // finds nothing to report.
 func TestPropertyJournalReplaysIdentically(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {

@@ -28,7 +28,7 @@ const (
 )
 
 // modelServer answers the machine's requests the way an API server (and a network) could:
-// resourceVersions only grow, and any request may fail in any of the ways SEMANTICS.md lists.
+// resourceVersions only grow, and any request may fail in any of the ways docs/semantics.md lists.
 type modelServer struct {
 	rv  int64
 	now time.Time

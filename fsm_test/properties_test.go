@@ -70,7 +70,7 @@ func has(cmds []fsm.Command, k fsm.CommandKind) bool {
 	return false
 }
 
-// SEMANTICS.md failure rows for 429, InternalError inside the window, connection refused and
+// docs/semantics.md failure rows for 429, InternalError inside the window, connection refused and
 // stream ends: the answer is always a re-watch, never a LIST — now or when the backoff ends.
 func TestPropertyNoListAfterRetryableWatchFailure(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -97,7 +97,7 @@ func TestPropertyNoListAfterRetryableWatchFailure(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "WATCH ... resourceVersion=<last observed>": every re-watch resumes from the last
+// docs/semantics.md "WATCH ... resourceVersion=<last observed>": every re-watch resumes from the last
 // RV observed, and the RVs the machine acts on never go backwards.
 func TestPropertyRewatchUsesLastRVAndRVsNeverGoBack(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -263,7 +263,7 @@ func TestPropertyDelaysGrowToCap(t *testing.T) {
 	})
 }
 
-// SEMANTICS.md "stop": from any state, Stop yields Stopped with no armed timer, no request in
+// docs/semantics.md "stop": from any state, Stop yields Stopped with no armed timer, no request in
 // flight, and no command ever again.
 func TestPropertyStopFromAnyState(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -290,8 +290,8 @@ func TestPropertyStopFromAnyState(t *testing.T) {
 	})
 }
 
-// DESIGN.md "the stateless machine ... validate that every transition Step takes is one the
-// table permits": checked against qmuntal/stateless built from fsm.Table.
+// docs/design.md "The hot path and stateless": every transition Step takes is one the table
+// allows, checked against the qmuntal/stateless machine built from fsm.Table.
 func TestPropertyEveryTransitionIsInTheTable(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := drawRun(t)
@@ -308,7 +308,7 @@ func TestPropertyEveryTransitionIsInTheTable(t *testing.T) {
 	})
 }
 
-// DESIGN.md "Replay": replaying the event log reproduces the identical states and commands.
+// docs/design.md "Replay": replaying the event log reproduces the identical states and commands.
 func TestPropertyReplayIsIdentical(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := drawRun(t)

@@ -17,6 +17,7 @@ import (
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/transitions"
 )
 
 // convergeBound is the stated bound: once a fault has cleared and the writers have paused,
@@ -220,13 +221,27 @@ func diff(server, store map[string]string) string {
 	return b.String()
 }
 
-// maxAttempts is the most requests a reflector following client-go's backoff (800 ms ×2,
-// jitter in [d, 2d), cap 30 s) can send in d starting from a fresh backoff: one at once, then
-// one after each minimal delay.
+// maxAttempts is the most requests the default wait policy (docs/semantics.md, "Waiting") can
+// send in d of failure without progress, starting from a fresh backoff: one at once, then one
+// after each minimal delay (800 ms ×2, jitter in [d, 2d), cap 30 s), each cut by the resume-RV
+// age guard. The RV's age when the failure begins is unknown to the test, so the bound is the
+// largest count over every starting age.
 func maxAttempts(d time.Duration) int {
+	most := 0
+	for age0 := time.Duration(0); age0 <= transitions.DefaultResumeRVLifetime; age0 += 100 * time.Millisecond {
+		most = max(most, attemptsFrom(d, age0))
+	}
+	return most
+}
+
+func attemptsFrom(d, age0 time.Duration) int {
 	n, at, step := 1, time.Duration(0), 800*time.Millisecond
 	for {
-		at += step
+		wait := step
+		if age := age0 + at; age < transitions.DefaultResumeRVLifetime {
+			wait = min(wait, max(transitions.MinResumeWait, transitions.DefaultResumeRVLifetime-age))
+		}
+		at += wait
 		if at > d {
 			return n
 		}

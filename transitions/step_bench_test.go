@@ -27,7 +27,7 @@ func watching(tb testing.TB, m *Machine) fsm.Snapshot {
 	return s
 }
 
-// BenchmarkStepWatchEvent is the hot path DESIGN.md bounds at ≤ 50 ns and 0 allocs.
+// BenchmarkStepWatchEvent is the hot path docs/design.md bounds at ≤ 50 ns and 0 allocs.
 func BenchmarkStepWatchEvent(b *testing.B) {
 	m := MustNew(Config{})
 	s := watching(b, m)
