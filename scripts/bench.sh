@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs every benchmark of bench/ (issue 6) and writes the raw results to bench/results/:
+# Runs every benchmark of bench/ and writes the raw results (storm and sync JSON, rewatch's
+# journals, go test output) to $RAW (default .cache/bench/<time>, not tracked), and what a
+# reader needs — the machine, benchstat and storm summaries — to bench/results/:
 #   1. the transient storm on the real kube-apiserver through the fault proxy, one run per seed
 #      (rewatch, client-go, client-go in LIST mode and a relist-on-error baseline at once);
 #   2. watch-stream throughput (client side);
@@ -9,6 +11,7 @@
 # then summarises them with benchstat and rewatch-bench summary, and redraws the charts.
 # The full storm schedule takes about 45 minutes per seed (the baseline is the slowest to get
 # through it). Knobs (environment):
+#   RAW=DIR           where the raw results go
 #   SEEDS="11 12 13"  storm seeds, run one after another
 #   SCALE=1           fraction of issue 6's fault schedule (0.25 for a quick look)
 #   COUNT=6           repetitions of each go test benchmark
@@ -19,8 +22,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 : "${SEEDS:=11 12 13}" "${SCALE:=1}" "${COUNT:=6}" "${SIZES:=10000,50000}" "${REPEAT:=3}"
 out=bench/results
 stamp=$(date -u +%Y%m%d-%H%M%S)
+: "${RAW:=.cache/bench/$stamp}"
 benchstat=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da)
-mkdir -p "$out"
+mkdir -p "$out" "$RAW"
 
 scripts/build-apiserver.sh
 bin=$(mktemp -d)/rewatch-bench
@@ -32,23 +36,24 @@ echo "== machine"
 echo "== 1. storm (seeds: $SEEDS, scale $SCALE)"
 storms=()
 for seed in $SEEDS; do
-	"$bin" storm -objects 5000 -scale "$SCALE" -seed "$seed" -out "$out" 2> >(grep -v '^[IEW][0-9]\{4\} ' >&2)
-	storms+=("$(ls -t "$out"/storm-*.json | head -1)")
+	"$bin" storm -objects 5000 -scale "$SCALE" -seed "$seed" -out "$RAW" 2> >(grep -v '^[IEW][0-9]\{4\} ' >&2)
+	storms+=("$(ls -t "$RAW"/storm-*.json | head -1)")
 done
 "$bin" summary "${storms[@]}" | tee "$out/storm-summary-$stamp.md"
 
 echo "== 2. throughput"
-go test -run '^$' -bench Throughput -benchmem -benchtime 1x -count "$COUNT" ./bench/ | tee "$out/throughput-$stamp.txt"
-"${benchstat[@]}" "$out/throughput-$stamp.txt"
+go test -run '^$' -bench Throughput -benchmem -benchtime 1x -count "$COUNT" ./bench/ | tee "$RAW/throughput-$stamp.txt"
+"${benchstat[@]}" "$RAW/throughput-$stamp.txt" | tee "$out/throughput-$stamp.benchstat.txt"
 
 echo "== 3. initial sync"
-"$bin" sync -sizes "$SIZES" -repeat "$REPEAT" -out "$out" 2> >(grep -v '^[IEW][0-9]\{4\} ' >&2)
-go test -run '^$' -bench InitialSync -benchmem -count "$COUNT" ./bench/ | tee "$out/initial-sync-$stamp.txt"
-"${benchstat[@]}" "$out/initial-sync-$stamp.txt"
+"$bin" sync -sizes "$SIZES" -repeat "$REPEAT" -out "$RAW" 2> >(grep -v '^[IEW][0-9]\{4\} ' >&2)
+go test -run '^$' -bench InitialSync -benchmem -count "$COUNT" ./bench/ | tee "$RAW/initial-sync-$stamp.txt"
+"${benchstat[@]}" "$RAW/initial-sync-$stamp.txt" | tee "$out/initial-sync-$stamp.benchstat.txt"
 
 echo "== 4. transitions.Step"
-go test -run '^$' -bench . -benchmem -count "$COUNT" ./transitions/ | tee "$out/step-$stamp.txt"
-"${benchstat[@]}" "$out/step-$stamp.txt"
+go test -run '^$' -bench . -benchmem -count "$COUNT" ./transitions/ | tee "$RAW/step-$stamp.txt"
+"${benchstat[@]}" "$RAW/step-$stamp.txt" | tee "$out/step-$stamp.benchstat.txt"
 
 echo "== charts"
-"$bin" charts -storm "$(IFS=,; echo "${storms[*]}")" -throughput "$out/throughput-$stamp.txt" -dir bench
+"$bin" charts -storm "$(IFS=,; echo "${storms[*]}")" -throughput "$RAW/throughput-$stamp.txt" -dir bench
+echo "raw results: $RAW"

@@ -8,15 +8,24 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 echo "== building kube-apiserver and etcd (skipped when up to date)"
 scripts/build-apiserver.sh
 
-echo "== go vet and gofmt"
-go vet ./...
+# Every module of the workspace (go.work): the library and the modules of its tools. A pattern
+# like ./... stops at a nested module's boundary, so each module's tree is named.
+mapfile -t modules < <(go list -m -f '{{.Dir}}')
+patterns=()
+for dir in "${modules[@]}"; do
+	rel=$(realpath --relative-to=. "$dir")
+	if [[ $rel == . ]]; then patterns+=(./...); else patterns+=("./$rel/..."); fi
+done
+
+echo "== go vet and gofmt (${patterns[*]})"
+go vet "${patterns[@]}"
 unformatted=$(gofmt -l .)
 if [[ -n "$unformatted" ]]; then
 	echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-echo "== go test -race ./..."
-go test -race -timeout 60m ./...
+echo "== go test -race ${patterns[*]}"
+go test -race -timeout 60m "${patterns[@]}"
 
 echo "== short fuzz runs (${FUZZTIME:=15s} each)"
 # go test -fuzz can end with "context deadline exceeded" when the coordinator cannot stop its

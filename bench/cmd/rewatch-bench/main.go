@@ -37,7 +37,7 @@ func main() {
 		seed := fs.Uint64("seed", 6, "schedule seed")
 		every := fs.Duration("write-every", 20*time.Millisecond, "writer interval")
 		variants := fs.String("variants", strings.Join(bench.Variants, ","), "reflectors")
-		out := fs.String("out", "bench/results", "directory for JSON results")
+		out := fs.String("out", ".cache/bench", "directory for the raw JSON results (not tracked)")
 		maxDur := fs.Duration("max-duration", 90*time.Minute, "give up waiting for a reflector to consume the schedule after this")
 		_ = fs.Parse(args)
 		self, _ := os.Executable()
@@ -68,7 +68,7 @@ func main() {
 		sizes := fs.String("sizes", "10000,50000", "object counts")
 		reps := fs.Int("repeat", 3, "repetitions per case")
 		server := fs.String("server", "real", "real (kube-apiserver through the fault proxy) or sim (in-process simulator)")
-		out := fs.String("out", "bench/results", "directory for JSON results")
+		out := fs.String("out", ".cache/bench", "directory for the raw JSON results (not tracked)")
 		_ = fs.Parse(args)
 		self, _ := os.Executable()
 		var ns []int
