@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/benbjohnson/clock v1.3.5
-	github.com/cockroachdb/datadriven v1.0.3
 	github.com/goccy/go-graphviz v0.2.10
 	github.com/qmuntal/stateless v1.7.2
 	github.com/stretchr/testify v1.12.1
@@ -13,7 +12,6 @@ require (
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/utils v0.0.0-20261023123148-ca04ba58ecab
-	pgregory.net/rapid v1.3.0
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
 )
 

@@ -1,4 +1,4 @@
-package backoff_test
+package fsm_test
 
 import (
 	"math"
@@ -9,6 +9,9 @@ import (
 
 	"github.com/rewatch/rewatch/backoff"
 )
+
+// backoff/ properties: Delay, Bounds and Step agree with each other and with apimachinery's
+// wait.Backoff for every configuration.
 
 // genBackoff draws any configuration, including the degenerate ones
 // (negative steps, zero or fractional factors, no cap) wait.Backoff allows.
@@ -86,3 +89,8 @@ func TestPropHugeAttemptMatchesSettled(t *testing.T) {
 		}
 	})
 }
+
+// fixed is a backoff.Source that always returns the same number.
+type fixed float64
+
+func (f fixed) Float64() float64 { return float64(f) }
