@@ -1,6 +1,7 @@
 package rewatch
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -48,8 +49,17 @@ type Config struct {
 	// Seed makes jitter reproducible; 0 draws one at New.
 	Seed uint64
 
-	Clock  clockx.Clock
+	Clock clockx.Clock
+	// Logger receives the reflector's logs: every failure with the server's message, refusals
+	// (401/403/404, other 4xx) at warning level. Default slog.Default(); pass
+	// slog.New(slog.DiscardHandler) for silence.
 	Logger *slog.Logger
+	// WatchErrorHandler, like client-go's SharedInformer.SetWatchErrorHandlerWithContext, is
+	// called with every LIST or WATCH failure the reflector answers (after it is logged), on the
+	// reflector's goroutine: it must return quickly. err is a *apierrors.StatusError when the
+	// server answered, so apierrors.IsNotFound, IsTooManyRequests and the like work on it, and
+	// a *fsm.TransportError otherwise. The reflector retries whatever the handler does.
+	WatchErrorHandler func(ctx context.Context, err error)
 	// Journal, when set, receives the event journal as JSON lines (docs/journal.md).
 	Journal io.Writer
 	// JournalFullCapture records whole objects in the journal, not only their keys.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/journal"
 	"github.com/rewatch/rewatch/transitions"
 )
@@ -66,6 +67,9 @@ func (r *Reflector) Run(ctx context.Context) (err error) {
 			r.count.observe(t)
 			if r.cfg.OnTransition != nil {
 				r.cfg.OnTransition(t)
+			}
+			if h := r.cfg.WatchErrorHandler; h != nil && t.Event.Failure != nil && t.Cause != fsm.NoCause {
+				h(ctx, t.Event.Failure.Err())
 			}
 		}),
 	}

@@ -1,6 +1,7 @@
 package rewatch
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -28,6 +29,50 @@ type Stats struct {
 	WatchEvents int
 	// Objects is the store's size when the store can tell (-1 otherwise).
 	Objects int
+	// LastFailures holds the most recent failure of each cause, with the server's message;
+	// LastFailure is the most recent of all (nil before any).
+	LastFailures map[fsm.Cause]Failure
+	LastFailure  *Failure
+}
+
+// Failure is one failure the reflector answered, as Stats keeps it.
+type Failure struct {
+	At    time.Time
+	Cause fsm.Cause
+	// Code and Reason are the HTTP code and the Status reason, when the server answered.
+	Code   int
+	Reason string
+	// Message is the server's Status message, or what went wrong on the connection.
+	Message string
+	// RetryAfter is the server's Retry-After, when it gave one.
+	RetryAfter time.Duration
+	// Err is the failure as an error apimachinery's apierrors predicates understand.
+	Err error
+}
+
+func (f Failure) String() string {
+	if f.Code != 0 {
+		return fmt.Sprintf("%s: %d %s: %s", f.Cause, f.Code, f.Reason, f.Message)
+	}
+	return fmt.Sprintf("%s: %s", f.Cause, f.Message)
+}
+
+func failureOf(t driver.Transition) Failure {
+	f := t.Event.Failure
+	out := Failure{At: t.Event.Now, Cause: t.Cause, Code: f.Code, Message: f.Message, Err: f.Err()}
+	if f.HasRetryAfter {
+		out.RetryAfter = f.RetryAfter
+	}
+	if f.Status != nil {
+		out.Reason = string(f.Status.Reason)
+		if f.Status.Code != 0 {
+			out.Code = int(f.Status.Code)
+		}
+		if d := f.Status.Details; d != nil && d.RetryAfterSeconds > 0 && !f.HasRetryAfter {
+			out.RetryAfter = time.Duration(d.RetryAfterSeconds) * time.Second
+		}
+	}
+	return out
 }
 
 // rewatchCauses are failures a relist-on-error reflector would have answered with a LIST.
@@ -41,7 +86,7 @@ var retryCauses = map[fsm.Cause]bool{
 	fsm.CauseTooManyRequests: true, fsm.CauseInternalErrorInWindow: true, fsm.CauseInternalErrorPastWindow: true,
 	fsm.CauseConnectFailed: true, fsm.CauseStreamEnded: true, fsm.CauseStreamEndedQuickly: true,
 	fsm.CauseExpired: true, fsm.CauseExpiredAgain: true, fsm.CauseTooLargeRV: true, fsm.CauseWatchRejected: true,
-	fsm.CauseListFailed: true, fsm.CauseListExpired: true, fsm.CauseContinueExpired: true,
+	fsm.CauseListFailed: true, fsm.CauseListRejected: true, fsm.CauseListExpired: true, fsm.CauseContinueExpired: true,
 	fsm.CauseInitialTransferCut: true, fsm.CauseWatchListUnsupported: true,
 }
 
@@ -57,7 +102,7 @@ type counter struct {
 }
 
 func newCounter(m Metrics, store Store) *counter {
-	c := &counter{metrics: m, st: Stats{Retries: map[fsm.Cause]int{}, Objects: -1}}
+	c := &counter{metrics: m, st: Stats{Retries: map[fsm.Cause]int{}, LastFailures: map[fsm.Cause]Failure{}, Objects: -1}}
 	c.sizer, _ = store.(interface{ Len() int })
 	return c
 }
@@ -79,6 +124,11 @@ func (c *counter) observe(t driver.Transition) {
 	}
 	if retryCauses[t.Cause] {
 		st.Retries[t.Cause]++
+	}
+	if t.Event.Failure != nil {
+		f := failureOf(t)
+		st.LastFailures[t.Cause] = f
+		st.LastFailure = &f
 	}
 	if rewatchCauses[t.Cause] || t.Cause == fsm.CauseStreamEnded && t.Event.Failure != nil {
 		st.ListsAvoided++
@@ -128,6 +178,14 @@ func (c *counter) snapshot() Stats {
 	out.Retries = make(map[fsm.Cause]int, len(c.st.Retries))
 	for k, v := range c.st.Retries {
 		out.Retries[k] = v
+	}
+	out.LastFailures = make(map[fsm.Cause]Failure, len(c.st.LastFailures))
+	for k, v := range c.st.LastFailures {
+		out.LastFailures[k] = v
+	}
+	if c.st.LastFailure != nil {
+		f := *c.st.LastFailure
+		out.LastFailure = &f
 	}
 	if c.sizer != nil {
 		out.Objects = c.sizer.Len()

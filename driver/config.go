@@ -38,7 +38,8 @@ type Config struct {
 	Observer Observer
 	// Journal, when set, records every event.
 	Journal *journal.Writer
-	// Logger receives structured logs. Default: discard.
+	// Logger receives structured logs. Default: slog.Default(), so that a failing reflector
+	// is never silent; slog.New(slog.DiscardHandler) silences it.
 	Logger *slog.Logger
 	// Checked validates every transition against the stateless machine built from fsm.Table.
 	Checked bool
@@ -108,7 +109,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxListBytes = DefaultMaxListBytes
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.Default()
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = DefaultUserAgent

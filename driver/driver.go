@@ -88,14 +88,20 @@ func (d *driver) handle(e fsm.Event) {
 	} else {
 		d.out = m.Step(&d.s, &e, d.out[:0])
 	}
-	d.record(e, from, cause)
+	// Commands run before observers hear of the transition: an observer that marks the
+	// reflector synced must not do so while Store.Replace of the initial state is still
+	// running (docs/semantics.md, "Visibility": HasSynced).
+	var err error
 	for i := range d.out {
-		if err := d.exec(&d.out[i]); err != nil {
-			d.fail(err)
+		if err = d.exec(&d.out[i]); err != nil {
 			break
 		}
 	}
+	d.record(e, from, cause)
 	clear(d.out) // drop references to objects now in the store
+	if err != nil {
+		d.fail(err)
+	}
 }
 
 // fail stops the reflector because of an error that is not the server's: a store that refuses
@@ -125,10 +131,7 @@ func (d *driver) record(e fsm.Event, from fsm.State, cause fsm.Cause) {
 		return // the hot path logs nothing
 	}
 	log := d.cfg.Logger
-	level := slog.LevelDebug
-	if e.Failure != nil {
-		level = slog.LevelInfo
-	}
+	level := logLevel(e, cause)
 	if !log.Enabled(d.base, level) {
 		return
 	}
@@ -243,4 +246,20 @@ func (d *driver) send(ctx context.Context, e fsm.Event) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// logLevel follows what a client-go user sees from its reflector: a refused request (401, 403,
+// 404, another 4xx: a misspelt resource, a bad selector, missing RBAC) is a warning, once per
+// request and so once per backoff step; a transient failure the reflector rides out (429, 5xx,
+// a reset, a stream end with an error) is informational; a failure of a request that is no
+// longer current, and every transition without a failure, is debug. The level follows the
+// cause transitions/ decided, so the driver judges nothing itself.
+func logLevel(e fsm.Event, cause fsm.Cause) slog.Level {
+	switch {
+	case e.Failure == nil || cause == fsm.NoCause:
+		return slog.LevelDebug
+	case cause == fsm.CauseListRejected || cause == fsm.CauseWatchRejected:
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
 }

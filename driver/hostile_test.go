@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -95,17 +96,18 @@ func runAgainst(t *testing.T, h http.Handler, mod func(*driver.Config)) *hostile
 }
 
 // waitCause returns the first transition with cause c, failing after 10 s of real time.
-func (r *hostileRun) waitCause(t *testing.T, c fsm.Cause) driver.Transition {
+// waitCause waits for a transition taken for one of causes.
+func (r *hostileRun) waitCause(t *testing.T, causes ...fsm.Cause) driver.Transition {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
 		case tr := <-r.seen:
-			if tr.Cause == c {
+			if slices.Contains(causes, tr.Cause) {
 				return tr
 			}
 		case <-deadline:
-			t.Fatalf("no %s transition within 10s", c)
+			t.Fatalf("no %v transition within 10s", causes)
 		}
 	}
 }
@@ -185,7 +187,8 @@ func TestHostileListBodies(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := runAgainst(t, &scripted{list: list, watch: []func(http.ResponseWriter){hang}}, nil)
-			tr := r.waitCause(t, fsm.CauseListFailed)
+			// A 4xx Status of unknown reason is a refusal, the others are failures; both retry.
+			tr := r.waitCause(t, fsm.CauseListFailed, fsm.CauseListRejected)
 			require.NotEmpty(t, tr.Event.Failure.Message)
 			require.Positive(t, armed(tr))
 			require.NoError(t, r.clock.WaitForTimers(context.Background(), 1))

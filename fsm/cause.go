@@ -16,6 +16,7 @@ const (
 	CauseListExpired
 	CauseContinueExpired
 	CauseListFailed
+	CauseListRejected
 	CauseWatchListOpened
 	CauseInitialEvent
 	CauseInitialEventsEnd
@@ -55,7 +56,8 @@ var causeInfo = [numCauses]struct{ id, label string }{
 	CauseListComplete:            {"list-complete", "last page → Replace, WATCH from list RV"},
 	CauseListExpired:             {"list-expired", "410 / too large RV → LIST RV=\"\""},
 	CauseContinueExpired:         {"continue-expired", "continue expired → one full LIST at RV"},
-	CauseListFailed:              {"list-failed", "LIST failed (429/5xx/4xx/transport) → Retry-After or backoff"},
+	CauseListFailed:              {"list-failed", "LIST failed (429/5xx/transport) → Retry-After or backoff"},
+	CauseListRejected:            {"list-rejected", "LIST refused (401/403/404/other 4xx) → backoff, warn"},
 	CauseWatchListOpened:         {"watch-list-opened", "watch-list stream opened"},
 	CauseInitialEvent:            {"initial-event", "initial event → stage"},
 	CauseInitialEventsEnd:        {"initial-events-end", "initial-events-end bookmark → Replace"},

@@ -9,7 +9,9 @@ import (
 	"syscall"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Failure is what a failed request or a broken stream told the driver, translated but not
@@ -29,6 +31,35 @@ type Failure struct {
 	// Message is a human-readable description for logs. Never a decision input.
 	Message string `json:"message,omitempty"`
 }
+
+// Err is the failure as an error that apimachinery's predicates read the way client-go's
+// callers expect: a *apierrors.StatusError when the server answered (so apierrors.IsNotFound,
+// IsTooManyRequests, SuggestsClientDelay work), a *TransportError otherwise.
+func (f *Failure) Err() error {
+	switch {
+	case f.Status != nil:
+		st := *f.Status
+		if st.Code == 0 {
+			st.Code = int32(f.Code)
+		}
+		return &apierrors.StatusError{ErrStatus: st}
+	case f.Code != 0:
+		retry := 0
+		if f.HasRetryAfter {
+			retry = int(f.RetryAfter.Seconds())
+		}
+		return apierrors.NewGenericServerResponse(f.Code, "", schema.GroupResource{}, "", f.Message, retry, false)
+	}
+	return &TransportError{Transport: f.Transport, Message: f.Message}
+}
+
+// TransportError is a failure that got no response from the server.
+type TransportError struct {
+	Transport Transport
+	Message   string
+}
+
+func (e *TransportError) Error() string { return e.Transport.String() + ": " + e.Message }
 
 // Transport names a connection-level failure.
 type Transport uint8

@@ -72,6 +72,11 @@ func (m *Machine) listCause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 			if m.listRV(s) != "" {
 				return fsm.CauseListExpired
 			}
+		case classRejected:
+			// A misspelt resource or a bad selector: retried like any failure, but a cause of
+			// its own so that it is logged as a warning (docs/semantics.md, "LIST fails: 401 /
+			// 403 / 404 / other").
+			return fsm.CauseListRejected
 		}
 		return fsm.CauseListFailed
 	}

@@ -29,7 +29,7 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, out *[
 	case fsm.CauseContinueExpired:
 		discardStaged(s, out)
 		m.listPage(s, out, pageFull, "")
-	case fsm.CauseListFailed, fsm.CauseInitialTransferCut:
+	case fsm.CauseListFailed, fsm.CauseListRejected, fsm.CauseInitialTransferCut:
 		resumable := s.ListContinuing && !s.Streaming
 		m.endRequest(s, e, out)
 		if !resumable {

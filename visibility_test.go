@@ -1,0 +1,180 @@
+package rewatch_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rewatch/rewatch"
+	"github.com/rewatch/rewatch/backoff"
+	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/sim"
+)
+
+var configMapsGR = schema.GroupResource{Resource: "configmaps"}
+
+// faultyServer is the simulator with three configmaps behind the fault proxy.
+func faultyServer(t *testing.T) *faultproxy.Proxy {
+	t.Helper()
+	s := sim.New(sim.Options{})
+	u, err := s.Start()
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	for _, n := range []string{"a", "b", "c"} {
+		_, err := s.Create(sim.ConfigMaps, "default", n, nil)
+		require.NoError(t, err)
+	}
+	p, err := faultproxy.New(faultproxy.Config{Upstream: u})
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func fastConfig(server string) rewatch.Config {
+	return rewatch.Config{
+		Client: &http.Client{}, Server: server,
+		Resource: rewatch.Resource{Version: "v1", Resource: "configmaps", Namespace: "default"},
+		Backoff:  backoff.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 1},
+	}
+}
+
+func runUntil(t *testing.T, r *rewatch.Reflector, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	require.Eventually(t, cond, 10*time.Second, time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// lockedBuffer is a log sink the reflector's goroutine writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// docs/semantics.md "Visibility": with no Logger set, a LIST refused with 404 is logged through
+// slog.Default() at warning level with the server's message; Stats keeps it; a
+// slog.DiscardHandler logger silences it.
+func TestFailuresAreLoggedByDefault(t *testing.T) {
+	var logs lockedBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
+	p := faultyServer(t)
+	p.AddRule(faultproxy.Rule{Kind: faultproxy.List, Times: 2, Fault: faultproxy.Respond(faultproxy.NotFound(configMapsGR))})
+	r, err := rewatch.New(fastConfig(p.URL()))
+	require.NoError(t, err)
+	runUntil(t, r, r.HasSynced)
+
+	out := logs.String()
+	require.Contains(t, out, "level=WARN")
+	require.Contains(t, out, "cause=list-rejected")
+	require.Contains(t, out, `configmaps \"\" not found`, "the server's message is in the log line")
+	st := r.Stats()
+	require.NotNil(t, st.LastFailure)
+	f := st.LastFailures[fsm.CauseListRejected]
+	require.Equal(t, 404, f.Code)
+	require.Equal(t, "NotFound", f.Reason)
+	require.Contains(t, f.Message, "not found")
+	require.True(t, apierrors.IsNotFound(f.Err))
+	require.Equal(t, 2, st.Retries[fsm.CauseListRejected])
+
+	t.Run("a discard logger silences it", func(t *testing.T) {
+		var quiet lockedBuffer
+		slog.SetDefault(slog.New(slog.NewTextHandler(&quiet, nil)))
+		p := faultyServer(t)
+		p.AddRule(faultproxy.Rule{Kind: faultproxy.List, Times: 1, Fault: faultproxy.Respond(faultproxy.NotFound(configMapsGR))})
+		cfg := fastConfig(p.URL())
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		r, err := rewatch.New(cfg)
+		require.NoError(t, err)
+		runUntil(t, r, r.HasSynced)
+		require.Empty(t, quiet.String())
+		require.Equal(t, 1, r.Stats().Retries[fsm.CauseListRejected])
+	})
+}
+
+// The watch-error handler, like client-go's SetWatchErrorHandlerWithContext, gets every failure
+// as an error apimachinery's predicates understand.
+func TestWatchErrorHandlerSeesStatusErrors(t *testing.T) {
+	p := faultyServer(t)
+	p.AddRule(faultproxy.Rule{Kind: faultproxy.List, Times: 1, Fault: faultproxy.Respond(faultproxy.NotFound(configMapsGR))})
+	p.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1, Fault: faultproxy.Respond(faultproxy.TooManyRequests(0))})
+	var mu sync.Mutex
+	var errs []error
+	cfg := fastConfig(p.URL())
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.WatchErrorHandler = func(ctx context.Context, err error) {
+		require.NotNil(t, ctx)
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	r, err := rewatch.New(cfg)
+	require.NoError(t, err)
+	runUntil(t, r, func() bool { return r.Stats().Watches >= 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, len(errs), 2)
+	require.True(t, apierrors.IsNotFound(errs[0]), "first: %v", errs[0])
+	require.True(t, apierrors.IsTooManyRequests(errs[1]), "second: %v", errs[1])
+}
+
+// slowStore blocks Replace until released, so the test can look at HasSynced meanwhile.
+type slowStore struct {
+	*driver.MemStore
+	entered, release chan struct{}
+}
+
+func (s *slowStore) Replace(items []any, rv string) error {
+	close(s.entered)
+	<-s.release
+	return s.MemStore.Replace(items, rv)
+}
+
+// docs/semantics.md "Visibility": HasSynced turns true only once Store.Replace of the initial
+// state has returned, so cache.WaitForCacheSync never hands a caller an empty store.
+func TestHasSyncedWaitsForReplace(t *testing.T) {
+	p := faultyServer(t)
+	store := &slowStore{MemStore: driver.NewMemStore(), entered: make(chan struct{}), release: make(chan struct{})}
+	cfg := fastConfig(p.URL())
+	cfg.Store = store
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	r, err := rewatch.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	<-store.entered
+	require.False(t, r.HasSynced(), "synced while Replace is still running")
+	close(store.release)
+	require.Eventually(t, r.HasSynced, 10*time.Second, time.Millisecond)
+	require.Equal(t, 3, store.Len(), "synced, so the initial state is in the store")
+	cancel()
+	require.NoError(t, <-done)
+}
