@@ -143,5 +143,5 @@ func choice(flagName, v string, allowed ...string) error {
 			return nil
 		}
 	}
-	return usagef("invalid value %q for -%s: want one of %s", v, flagName, strings.Join(allowed, ", "))
+	return usagef("invalid value %q for --%s: want one of %s", v, flagName, strings.Join(allowed, ", "))
 }

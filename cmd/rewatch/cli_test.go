@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/rewatch/rewatch/internal/syncbuf"
@@ -30,7 +33,8 @@ func runCLI(t *testing.T, ctx context.Context, args ...string) (code int, stdout
 
 func TestHelpIsCompleteForEveryCommand(t *testing.T) {
 	flags := map[string][]string{
-		"watch": {"resource", "group", "version", "namespace", "selector", "field-selector", "kubeconfig", "context",
+		"watch": {"resource", "group", "version", "namespace", "n", "all-namespaces", "A", "selector", "l", "o",
+			"field-selector", "kubeconfig", "context",
 			"journal", "journal-full-capture", "output", "metrics-addr", "internal-error-window", "retry-after-cap",
 			"backoff-initial", "backoff-cap", "page-size", "watch-list"},
 		"demo": {"objects", "faults", "seed", "duration", "rate", "output", "journal", "internal-error-window",
@@ -85,6 +89,7 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 		{"watch", "--resource", "configmaps", "--kubeconfig", garbage},
 		{"watch", "--kubeconfig", garbage}, // no --resource
 		{"watch", "--resource", "configmaps", "--output", "yaml"},
+		{"watch", "--resource", "configmaps", "-n", "default", "-A"},
 		{"demo", "--faults", "429-start=2,meteor=1"},
 		{"demo", "--duration", "-1s"},
 		{"demo", "--backoff-initial", "2s", "--backoff-cap", "1s"},
@@ -135,7 +140,7 @@ func TestDemoConvergesAndJournalReplays(t *testing.T) {
 		t.Fatalf("demo: exit %d, stderr %q\n%s", code, errOut, out)
 	}
 	for _, want := range []string{"cache matches server (", "LISTs: 2 (expected 1 + 410s injected = 1 + 1 = 2) ok",
-		"too-many-requests", "internal-error-in-window", "(transport=reset)", "expired", "(status=410/Expired)"} {
+		"too-many-requests", "internal-error-in-window", "(transport=reset: ", "expired", "(status=410/Expired: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
@@ -251,6 +256,16 @@ func TestWatchPrintsTransitionsAndSummary(t *testing.T) {
 
 func writeKubeconfig(t *testing.T, path, server string) {
 	t.Helper()
+	writeKubeconfigNS(t, path, server, "")
+}
+
+// writeKubeconfigNS writes a kubeconfig whose context names namespace (none when empty).
+func writeKubeconfigNS(t *testing.T, path, server, namespace string) {
+	t.Helper()
+	ns := ""
+	if namespace != "" {
+		ns = "\n    namespace: " + namespace
+	}
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -261,12 +276,12 @@ contexts:
 - name: sim
   context:
     cluster: sim
-    user: nobody
+    user: nobody%s
 users:
 - name: nobody
   user: {}
 current-context: sim
-`, server)
+`, server, ns)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -282,4 +297,79 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// The --output error names the flag a kubectl user knows, whichever spelling was typed.
+func TestOutputErrorNamesTheFlag(t *testing.T) {
+	for _, flagName := range []string{"--output", "-o"} {
+		code, _, errOut := runCLI(t, context.Background(), "watch", "--resource", "configmaps", flagName, "yaml")
+		require.Equal(t, exitUsage, code)
+		require.Contains(t, errOut, `invalid value "yaml" for --output`)
+	}
+}
+
+// kubectl's short flags work, and with neither -n nor -A the namespace is the kubeconfig
+// context's (docs/cli.md): only that namespace's objects are cached.
+func TestWatchShortFlagsAndContextNamespace(t *testing.T) {
+	srv := sim.New(sim.Options{})
+	url, err := srv.Start()
+	require.NoError(t, err)
+	defer srv.Close()
+	for ns, n := range map[string]int{"team-a": 2, "team-b": 3} {
+		for i := range n {
+			_, err := srv.CreateWithLabels(sim.ConfigMaps, ns, fmt.Sprintf("cm-%d", i), map[string]string{"app": "web"}, nil)
+			require.NoError(t, err)
+		}
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	writeKubeconfigNS(t, kubeconfig, url, "team-b")
+	for _, tc := range []struct {
+		args    []string
+		objects string
+	}{
+		{[]string{"-o", "json"}, `"objects":3`},
+		{[]string{"-o", "json", "-n", "team-a", "-l", "app=web"}, `"objects":2`},
+		{[]string{"-o", "json", "-A"}, `"objects":5`},
+		{[]string{"-o", "json", "--all-namespaces", "-l", "app=db"}, `"objects":0`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var out, errb syncbuf.Buffer
+			done := make(chan int, 1)
+			args := append([]string{"watch", "--resource", "configmaps", "--kubeconfig", kubeconfig}, tc.args...)
+			go func() { done <- run(ctx, args, &out, &errb) }()
+			waitFor(t, func() bool { return strings.Contains(out.String(), `"cause":"watch-opened"`) })
+			cancel()
+			require.Equal(t, exitOK, <-done, "stderr %q", errb.String())
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			require.Contains(t, lines[len(lines)-1], tc.objects)
+		})
+	}
+}
+
+// docs/cli.md: a watch stopped before it ever synced exits 1 and says why, with the server's
+// message; every transition line carries that message too.
+func TestWatchStoppedBeforeSyncSaysWhy(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}`)
+	}))
+	defer api.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	writeKubeconfig(t, kubeconfig, api.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncbuf.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"watch", "--resource", "configmapz", "--kubeconfig", kubeconfig}, &out, &errb)
+	}()
+	waitFor(t, func() bool { return strings.Contains(out.String(), "list-rejected") })
+	cancel()
+	require.Equal(t, exitFailure, <-done)
+	require.Contains(t, out.String(), `"the server could not find the requested resource"`, "the transition line carries the message")
+	require.Contains(t, errb.String(), "stopped before the initial list completed")
+	require.Contains(t, errb.String(), "404 NotFound: the server could not find the requested resource")
 }

@@ -10,6 +10,7 @@ replace github.com/rewatch/rewatch => ../..
 require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rewatch/rewatch/metrics v0.0.0
+	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/term v0.46.0
 	k8s.io/client-go v0.37.2
@@ -39,6 +40,7 @@ require (
 	github.com/tetratelabs/wazero v1.10.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect

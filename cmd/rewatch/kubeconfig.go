@@ -9,12 +9,24 @@ import (
 // (a list of files, merged), else ~/.kube/config; when none of these yields a cluster the
 // deferred loader falls back to the in-cluster service account.
 func loadRESTConfig(path, context string) (*rest.Config, error) {
+	rc, _, err := loadKubeconfig(path, context)
+	return rc, err
+}
+
+// loadKubeconfig also returns the namespace kubectl would use: the context's, else the
+// in-cluster service account's, else "default".
+func loadKubeconfig(path, context string) (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = path
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	rc, err := cc.ClientConfig()
 	if err != nil {
-		return nil, usagef("kubeconfig: %v", err)
+		return nil, "", usagef("kubeconfig: %v", err)
 	}
-	return rc, nil
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", usagef("kubeconfig: namespace: %v", err)
+	}
+	return rc, ns, nil
 }

@@ -59,6 +59,8 @@ type transitionJSON struct {
 	RV          string   `json:"resourceVersion"`
 	WaitSeconds *float64 `json:"waitSeconds,omitempty"`
 	Failure     string   `json:"failure,omitempty"`
+	// Message is what the server said (its Status message) or what went wrong on the connection.
+	Message string `json:"message,omitempty"`
 }
 
 // transition is called on the reflector's goroutine; Commands must not be kept past return.
@@ -68,13 +70,13 @@ func (p *printer) transition(t driver.Transition) {
 	}
 	elapsed := time.Since(p.start)
 	wait, armed := waitOf(t.Commands)
-	var failure string
-	if t.Event.Failure != nil {
-		failure = t.Event.Failure.String()
+	var failure, message string
+	if f := t.Event.Failure; f != nil {
+		failure, message = f.String(), f.Message
 	}
 	if p.json {
 		j := transitionJSON{Type: "transition", Elapsed: round3(elapsed.Seconds()), From: t.From.String(), To: t.To.String(),
-			Cause: t.Cause.String(), Event: t.Event.Kind.String(), RV: t.Snapshot.LastRV, Failure: failure}
+			Cause: t.Cause.String(), Event: t.Event.Kind.String(), RV: t.Snapshot.LastRV, Failure: failure, Message: message}
 		if armed {
 			s := round3(wait.Seconds())
 			j.WaitSeconds = &s
@@ -88,7 +90,7 @@ func (p *printer) transition(t driver.Transition) {
 		fmt.Fprintf(&b, "  wait=%s", wait.Round(time.Millisecond))
 	}
 	if failure != "" {
-		fmt.Fprintf(&b, "  (%s)", failure)
+		fmt.Fprintf(&b, "  (%s: %q)", failure, message)
 	}
 	p.line(b.String())
 }

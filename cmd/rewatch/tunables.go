@@ -29,7 +29,7 @@ var libraryDefaults = tunables{
 
 func (t *tunables) register(fs *flag.FlagSet, d tunables) {
 	fs.DurationVar(&t.internalErrorWindow, "internal-error-window", d.internalErrorWindow,
-		"re-watch (not relist) on InternalErrors for this long from the first of a streak")
+		"relist on an InternalError only once its streak is this old (and has re-watched 3 times)")
 	fs.DurationVar(&t.retryAfterCap, "retry-after-cap", d.retryAfterCap, "upper bound on a server's Retry-After")
 	fs.DurationVar(&t.backoffInitial, "backoff-initial", d.backoffInitial, "first backoff delay (doubles, jitter 1.0)")
 	fs.DurationVar(&t.backoffCap, "backoff-cap", d.backoffCap, "largest backoff delay before jitter")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,10 +19,10 @@ import (
 )
 
 const watchExample = `  # Watch configmaps in kube-system with the current kubeconfig context, recording a journal:
-  rewatch watch --resource configmaps --namespace kube-system --journal cm.journal
+  rewatch watch --resource configmaps -n kube-system --journal cm.journal
 
   # Deployments in every namespace as JSON lines, with Prometheus metrics on :9090/metrics:
-  rewatch watch --group apps --resource deployments --output json --metrics-addr :9090`
+  rewatch watch --group apps --resource deployments -A -o json --metrics-addr :9090`
 
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
@@ -30,6 +31,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		journalPath, output     string
 		metricsAddr             string
 		fullCapture             bool
+		allNamespaces           bool
 		tun                     tunables
 	)
 	fs := newFlagSet("watch", "--resource NAME [flags]",
@@ -41,14 +43,19 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&res.Resource, "resource", "", "resource to watch, plural lower case, e.g. configmaps (required)")
 	fs.StringVar(&res.Group, "group", "", "API group, empty for the core group (e.g. apps)")
 	fs.StringVar(&res.Version, "version", "v1", "API version")
-	fs.StringVar(&res.Namespace, "namespace", "", "namespace to watch; empty watches all namespaces")
+	fs.StringVar(&res.Namespace, "namespace", "", "namespace to watch (default: the kubeconfig context's, as kubectl)")
+	fs.StringVar(&res.Namespace, "n", "", "shorthand for --namespace")
+	fs.BoolVar(&allNamespaces, "all-namespaces", false, "watch every namespace")
+	fs.BoolVar(&allNamespaces, "A", false, "shorthand for --all-namespaces")
 	fs.StringVar(&res.LabelSelector, "selector", "", "label selector, e.g. app=web")
+	fs.StringVar(&res.LabelSelector, "l", "", "shorthand for --selector")
 	fs.StringVar(&res.FieldSelector, "field-selector", "", "field selector, e.g. metadata.name=x")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&kubeContext, "context", "", "kubeconfig context to use (default the current context)")
 	fs.StringVar(&journalPath, "journal", "", "write the event journal (docs/journal.md) to this file")
 	fs.BoolVar(&fullCapture, "journal-full-capture", false, "record whole objects in the journal, not only keys")
 	fs.StringVar(&output, "output", "text", "output format: text or json (JSON lines)")
+	fs.StringVar(&output, "o", "text", "shorthand for --output")
 	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address at /metrics (e.g. :9090)")
 	tun.register(fs.FlagSet, libraryDefaults)
 	if err := parse(fs, args); err != nil {
@@ -66,9 +73,15 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := tun.validate(); err != nil {
 		return err
 	}
-	rc, err := loadRESTConfig(kubeconfig, kubeContext)
+	if allNamespaces && res.Namespace != "" {
+		return usagef("--namespace and --all-namespaces cannot be used together: a namespace is either one or all")
+	}
+	rc, contextNamespace, err := loadKubeconfig(kubeconfig, kubeContext)
 	if err != nil {
 		return err
+	}
+	if !allNamespaces && res.Namespace == "" {
+		res.Namespace = contextNamespace
 	}
 	cfg, err := rewatch.FromRESTConfig(rc)
 	if err != nil {
@@ -79,6 +92,8 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	p := newPrinter(stdout, output)
 	cfg.OnTransition = p.transition
+	// The reflector's own log lines would repeat the transition lines printed here.
+	cfg.Logger = slog.New(slog.DiscardHandler)
 	if metricsAddr != "" {
 		reg := prometheus.NewRegistry()
 		m, err := metrics.NewPrometheus(reg, metrics.Options{})
@@ -115,11 +130,24 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if stopStatus != nil {
 		stopStatus()
 	}
-	p.summary(r.Stats())
+	st := r.Stats()
+	p.summary(st)
 	if runErr != nil {
 		return runErr
 	}
+	if !st.Synced {
+		return notSyncedError(st)
+	}
 	return nil
+}
+
+// notSyncedError says why a watch stopped before it ever held the resource: a script must be
+// able to tell "watched, then stopped" from "never got the initial list".
+func notSyncedError(st rewatch.Stats) error {
+	if st.LastFailure == nil {
+		return errors.New("stopped before the initial list completed; the server had not answered")
+	}
+	return fmt.Errorf("stopped before the initial list completed; last failure: %s", st.LastFailure)
 }
 
 // serveMetrics listens before returning so that a taken port is a usage error, not a log line.
