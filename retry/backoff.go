@@ -25,3 +25,9 @@ var DefaultBackoff = Backoff{Steps: 4, Duration: 10 * time.Millisecond, Factor: 
 func ReflectorBackoff() (b Backoff, resetAfter time.Duration) {
 	return backoff.Reflector(), backoff.ReflectorResetAfter
 }
+
+// DefaultRetryAfterBackoff is the backoff for OnRetryAfterError when the server's word should
+// decide every wait, as the Python client's DEFAULT_RETRY_AFTER_BACKOFF does: 11 steps (the
+// first attempt and DefaultMaxRetries retries) and a zero base, so that each wait is
+// max(0, Retry-After) — exactly what the server asked, capped by WithRetryAfterCap.
+var DefaultRetryAfterBackoff = Backoff{Steps: DefaultMaxRetries + 1}

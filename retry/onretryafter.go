@@ -56,7 +56,7 @@ func OnRetryAfterError(ctx context.Context, b Backoff, fn func() error, opts ...
 			return nil
 		}
 		after, ok := serverAskedToRetry(err, cfg.clock.Now())
-		if !ok || retries >= cfg.maxRetries {
+		if !ok || retries >= cfg.maxRetries || (cfg.retriable != nil && !cfg.retriable(err)) {
 			return err
 		}
 		wait := max(b.Step(cfg.rand), Cap(after, cfg.retryAfterCap))
@@ -73,7 +73,7 @@ func serverAskedToRetry(err error, now time.Time) (time.Duration, bool) {
 		if !retryableStatus(re.StatusCode) {
 			return 0, false
 		}
-		return ParseRetryAfter(re.Header.Get("Retry-After"), now)
+		return FromErrorAt(err, now)
 	}
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
@@ -83,7 +83,7 @@ func serverAskedToRetry(err error, now time.Time) (time.Duration, bool) {
 	if !apierrors.IsTooManyRequests(err) && !retryableStatus(int(status.Status().Code)) {
 		return 0, false
 	}
-	return FromError(err)
+	return FromErrorAt(err, now)
 }
 
 func retryableStatus(code int) bool {

@@ -70,6 +70,12 @@ func TestOnRetryAfterError(t *testing.T) {
 			repeat(respErr(429, "1"), 50), 3, true, repeatDur(time.Second, 2)},
 		{"WithMaxRetries(0)", noJitter, []retry.Option{retry.WithMaxRetries(0)},
 			repeat(respErr(429, "1"), 50), 1, true, nil},
+		{"DefaultRetryAfterBackoff: the server's value alone decides", retry.DefaultRetryAfterBackoff, nil,
+			[]error{respErr(429, "2"), apierrors.NewTooManyRequests("slow", 5)}, 3, false, []time.Duration{2 * time.Second, 5 * time.Second}},
+		{"WithRetriable accepts", noJitter, []retry.Option{retry.WithRetriable(apierrors.IsTooManyRequests)},
+			[]error{apierrors.NewTooManyRequests("slow", 1)}, 2, false, []time.Duration{time.Second}},
+		{"WithRetriable refuses a 503 the server asked to retry", noJitter, []retry.Option{retry.WithRetriable(apierrors.IsTooManyRequests)},
+			[]error{respErr(503, "1")}, 1, true, nil},
 		{"backoff grows across retries", retry.Backoff{Duration: time.Second, Factor: 2, Steps: 10}, nil,
 			repeat(respErr(503, "0"), 3), 4, false, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}},
 	}
@@ -107,4 +113,40 @@ func repeatDur(d time.Duration, n int) []time.Duration {
 		out[i] = d
 	}
 	return out
+}
+
+// FromError and OnRetryAfterError read Retry-After through one path: on every error, the delay
+// FromErrorAt reports is the one OnRetryAfterError waits (with a zero backoff), and an error
+// FromErrorAt finds no delay in is not retried.
+func TestFromErrorAgreesWithOnRetryAfterError(t *testing.T) {
+	for name, err := range map[string]error{
+		"Status retryAfterSeconds":     apierrors.NewTooManyRequests("slow", 4),
+		"header delta-seconds":         respErr(429, "3"),
+		"header HTTP-date":             respErr(503, epoch.Add(9*time.Second).Format(http.TimeFormat)),
+		"header HTTP-date in the past": respErr(503, epoch.Add(-time.Hour).Format(http.TimeFormat)),
+		"wrapped ResponseError":        fmt.Errorf("list: %w", respErr(429, "6")),
+		"negative header":              respErr(429, "-5"),
+		"garbage header":               respErr(429, "soon"),
+		"no header":                    respErr(429, ""),
+		"500 without details":          apierrors.NewInternalError(errors.New("boom")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			want, ok := retry.FromErrorAt(err, epoch)
+			clock := newInstantClock()
+			fn, calls := script(err)
+			retryErr := retry.OnRetryAfterError(t.Context(), retry.DefaultRetryAfterBackoff, fn, retry.WithClock(clock))
+			if !ok {
+				assert.Error(t, retryErr)
+				assert.Equal(t, 1, *calls, "no Retry-After, no retry")
+				return
+			}
+			assert.NoError(t, retryErr)
+			assert.Equal(t, 2, *calls)
+			if want == 0 {
+				assert.Empty(t, clock.Waits(), "a date in the past means now")
+			} else {
+				assert.Equal(t, []time.Duration{want}, clock.Waits())
+			}
+		})
+	}
 }

@@ -19,6 +19,7 @@ type config struct {
 	rand          backoff.Source
 	maxRetries    int
 	retryAfterCap time.Duration
+	retriable     func(error) bool
 }
 
 func newConfig(opts []Option) config {
@@ -47,3 +48,10 @@ func WithMaxRetries(n int) Option { return func(cfg *config) { cfg.maxRetries = 
 // (default DefaultRetryAfterCap). A cap of 0 ignores Retry-After and waits
 // only the backoff delay.
 func WithRetryAfterCap(d time.Duration) Option { return func(cfg *config) { cfg.retryAfterCap = d } }
+
+// WithRetriable narrows OnRetryAfterError to the errors retriable accepts: an error is retried
+// only if the server asked for it (429 or 5xx with a Retry-After) and retriable(err) is true,
+// like the retriable predicate of OnError and of the Python client's helper.
+func WithRetriable(retriable func(error) bool) Option {
+	return func(cfg *config) { cfg.retriable = retriable }
+}

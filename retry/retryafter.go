@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -61,10 +62,19 @@ func FromResponse(resp *http.Response, now time.Time) (time.Duration, bool) {
 	return ParseRetryAfter(resp.Header.Get("Retry-After"), now)
 }
 
-// FromError reads the delay a Kubernetes Status error asks for
-// (details.retryAfterSeconds, via apierrors.SuggestsClientDelay, which also
-// reports a ServerTimeout's 0 as present). A negative value is absent.
-func FromError(err error) (time.Duration, bool) {
+// FromError reads the delay an error asks for, at the current time: see FromErrorAt.
+func FromError(err error) (time.Duration, bool) { return FromErrorAt(err, time.Now()) }
+
+// FromErrorAt reads the delay an error asks for. A *ResponseError anywhere in err's chain
+// answers with its response's Retry-After header (delta-seconds, or an HTTP-date measured
+// from now); any other error with a Kubernetes Status answers with details.retryAfterSeconds,
+// via apierrors.SuggestsClientDelay, which also reports a ServerTimeout's 0 as present.
+// Negative and unparsable values are absent. OnRetryAfterError reads errors through this same
+// function, so the two always agree.
+func FromErrorAt(err error, now time.Time) (time.Duration, bool) {
+	if re, ok := errors.AsType[*ResponseError](err); ok {
+		return ParseRetryAfter(re.Header.Get("Retry-After"), now)
+	}
 	secs, ok := apierrors.SuggestsClientDelay(err)
 	if !ok || secs < 0 {
 		return 0, false
