@@ -249,3 +249,22 @@ func attemptsFrom(d, age0 time.Duration) int {
 		step = min(2*step, 30*time.Second)
 	}
 }
+
+// clientGoAttempts is the most requests client-go's reflector makes in d of the same failure
+// with a 429 on every watch: one request per wait of wait.Backoff.DelayWithReset (800 ms ×2,
+// cap 30 s, each wait at its lower bound), whose backoff starts over whenever 2 minutes have
+// passed since its last reset. docs/semantics.md's outage target compares against it.
+func clientGoAttempts(d time.Duration) int {
+	n, at, step, lastReset := 1, time.Duration(0), 800*time.Millisecond, time.Duration(0)
+	for {
+		if at-lastReset > 2*time.Minute {
+			step, lastReset = 800*time.Millisecond, at
+		}
+		at += step
+		if at > d {
+			return n
+		}
+		n++
+		step = min(2*step, 30*time.Second)
+	}
+}
