@@ -1,30 +1,19 @@
 package diagrams
 
-import (
-	"context"
-	"fmt"
-)
+import "fmt"
 
-// Formats lists what Render accepts, in the order the generator writes them.
-var Formats = []string{"mermaid", "dot", "svg"}
+// Formats lists what Render accepts. SVG lives in the diagrams/svg module, which adds it.
+var Formats = []string{"mermaid", "dot"}
 
-// Render returns the diagram in format: "mermaid", "dot" or "svg". It backs
-// `rewatch diagram --format`.
+// Render returns the diagram in format: "mermaid" or "dot".
 func Render(format string) ([]byte, error) {
-	return RenderContext(context.Background(), format)
-}
-
-// RenderContext is Render with a context for the SVG render, which starts a wasm runtime.
-func RenderContext(ctx context.Context, format string) ([]byte, error) {
 	switch format {
 	case "mermaid":
 		return []byte(Mermaid()), nil
 	case "dot":
 		return []byte(DOT()), nil
-	case "svg":
-		return SVG(ctx)
 	}
-	return nil, fmt.Errorf("diagrams: unknown format %q (want mermaid, dot or svg)", format)
+	return nil, fmt.Errorf("diagrams: unknown format %q (want mermaid or dot; svg is in diagrams/svg)", format)
 }
 
 // FileExt is the extension of format's file in docs/ (docs/reflector.<ext>).
@@ -32,7 +21,7 @@ func FileExt(format string) (string, error) {
 	switch format {
 	case "mermaid":
 		return "mmd", nil
-	case "dot", "svg":
+	case "dot":
 		return format, nil
 	}
 	return "", fmt.Errorf("diagrams: unknown format %q", format)

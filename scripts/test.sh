@@ -24,6 +24,9 @@ if [[ -n "$unformatted" ]]; then
 	echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+echo "== what a consumer of the library takes on (scripts/check-consumer.sh)"
+scripts/check-consumer.sh
+
 echo "== go test -race ${patterns[*]}"
 go test -race -timeout 60m "${patterns[@]}"
 

@@ -5,7 +5,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/rewatch/rewatch/diagrams"
+	"github.com/rewatch/rewatch/diagrams/svg"
 )
 
 const diagramExample = `  # Print the Mermaid source (GitHub renders it inside a mermaid code block):
@@ -27,10 +27,10 @@ func runDiagram(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	if err := choice("format", format, diagrams.Formats...); err != nil {
+	if err := choice("format", format, svg.Formats...); err != nil {
 		return err
 	}
-	b, err := diagrams.RenderContext(ctx, format)
+	b, err := svg.Render(ctx, format)
 	if err != nil {
 		return err
 	}

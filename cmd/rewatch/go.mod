@@ -60,3 +60,7 @@ require (
 )
 
 replace github.com/rewatch/rewatch/metrics => ../../metrics
+
+require github.com/rewatch/rewatch/diagrams/svg v0.0.0
+
+replace github.com/rewatch/rewatch/diagrams/svg => ../../diagrams/svg

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/rewatch/rewatch/diagrams"
+	"github.com/rewatch/rewatch/diagrams/svg"
 )
 
 func main() {
@@ -27,12 +28,12 @@ func main() {
 }
 
 func run(ctx context.Context, dir string) error {
-	for _, format := range diagrams.Formats {
-		data, err := diagrams.RenderContext(ctx, format)
+	for _, format := range svg.Formats {
+		data, err := svg.Render(ctx, format)
 		if err != nil {
 			return err
 		}
-		ext, err := diagrams.FileExt(format)
+		ext, err := svg.FileExt(format)
 		if err != nil {
 			return err
 		}

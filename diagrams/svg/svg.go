@@ -1,4 +1,4 @@
-package diagrams
+package svg
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/goccy/go-graphviz"
+
+	"github.com/rewatch/rewatch/diagrams"
 )
 
 // graphvizMu serialises renders: go-graphviz parses through one package-global wasm module
@@ -14,14 +16,14 @@ import (
 // share its memory.
 var graphvizMu sync.Mutex
 
-// SVG lays DOT() out with Graphviz's dot engine and returns the SVG.
+// SVG lays diagrams.DOT() out with Graphviz's dot engine and returns the SVG.
 func SVG(ctx context.Context) ([]byte, error) {
-	return renderDOT(ctx, []byte(DOT()), graphviz.SVG)
+	return renderDOT(ctx, []byte(diagrams.DOT()), graphviz.SVG)
 }
 
 // PNG is SVG's layout as a PNG, for looking at the diagram where no SVG viewer is at hand.
 func PNG(ctx context.Context) ([]byte, error) {
-	return renderDOT(ctx, []byte(DOT()), graphviz.PNG)
+	return renderDOT(ctx, []byte(diagrams.DOT()), graphviz.PNG)
 }
 
 func renderDOT(ctx context.Context, src []byte, format graphviz.Format) (_ []byte, err error) {
@@ -30,25 +32,25 @@ func renderDOT(ctx context.Context, src []byte, format graphviz.Format) (_ []byt
 
 	gv, err := graphviz.New(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("diagrams: start graphviz: %w", err)
+		return nil, fmt.Errorf("diagrams/svg: start graphviz: %w", err)
 	}
 	defer func() {
 		if cerr := gv.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("diagrams: close graphviz: %w", cerr)
+			err = fmt.Errorf("diagrams/svg: close graphviz: %w", cerr)
 		}
 	}()
 	g, err := graphviz.ParseBytes(src)
 	if err != nil {
-		return nil, fmt.Errorf("diagrams: parse DOT: %w", err)
+		return nil, fmt.Errorf("diagrams/svg: parse DOT: %w", err)
 	}
 	defer func() {
 		if cerr := g.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("diagrams: free graph: %w", cerr)
+			err = fmt.Errorf("diagrams/svg: free graph: %w", cerr)
 		}
 	}()
 	var buf bytes.Buffer
 	if err := gv.Render(ctx, g, format, &buf); err != nil {
-		return nil, fmt.Errorf("diagrams: render %s: %w", format, err)
+		return nil, fmt.Errorf("diagrams/svg: render %s: %w", format, err)
 	}
 	return buf.Bytes(), nil
 }
