@@ -6,9 +6,10 @@ import (
 	"strings"
 
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/fsm/fsmcheck"
 )
 
-// DOT renders the stateless machine built from fsm.Table (fsm.NewStateless(fsm.Listing))
+// DOT renders the stateless machine built from fsm.Table (fsmcheck.NewStateless(fsm.Listing))
 // through its own ToGraph, with each trigger id replaced by the cause's human label.
 //
 // ToGraph is kept rather than writing DOT by hand so the graph shows what the machine that
@@ -30,7 +31,7 @@ func DOT() string {
 const dotHeader = "// Generated from fsm.Table by `go generate ./diagrams/`. Do not edit.\n"
 
 func dot() (string, error) {
-	g := fsm.NewStateless(initialState).ToGraph()
+	g := fsmcheck.NewStateless(initialState).ToGraph()
 
 	// Each (from, cause) is one table row and ToGraph prints it as one cell, so a cause's id
 	// must occur as a cell exactly as many times as the table has rows for it. Counting

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/fsm/fsmcheck"
 )
 
 // eventBuffer decouples the stream reader from the store: a burst of frames is decoded while
@@ -81,7 +82,7 @@ func (d *driver) handle(e fsm.Event) {
 	cause := m.Classify(&d.s, &e)
 	if d.cfg.Checked {
 		var err error
-		if d.out, err = m.CheckedStep(&d.s, &e, d.out[:0]); err != nil {
+		if d.out, err = fsmcheck.Step(m, &d.s, &e, d.out[:0]); err != nil {
 			d.fail(err)
 			return
 		}

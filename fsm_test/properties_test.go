@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/fsm/fsmcheck"
 	"github.com/rewatch/rewatch/transitions"
 )
 
@@ -301,7 +302,7 @@ func TestPropertyEveryTransitionIsInTheTable(t *testing.T) {
 				require.Empty(t, st.commands, "step %d: an ignored event emitted commands", i)
 				continue
 			}
-			if err := fsm.CheckTransition(st.before.State, st.cause, st.after.State); err != nil {
+			if err := fsmcheck.CheckTransition(st.before.State, st.cause, st.after.State); err != nil {
 				t.Fatalf("step %d: %v", i, err)
 			}
 		}

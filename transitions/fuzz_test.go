@@ -10,60 +10,6 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 )
 
-// FuzzStep drives the machine with arbitrary event sequences (each event drawn from 6 bytes)
-// and arbitrary Status bodies: Step must never panic, every transition must be one the
-// stateless machine built from fsm.Table permits, and nothing may follow Stopped.
-func FuzzStep(f *testing.F) {
-	f.Add([]byte{1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 5, 0, 1, 0, 0, 0}, []byte(`{"kind":"Status","code":429,"reason":"TooManyRequests","details":{"retryAfterSeconds":3}}`))
-	f.Add([]byte{1, 0, 0, 0, 0, 0, 3, 0, 0, 5, 0, 0, 9, 0, 0, 0, 9, 0}, []byte(`{"code":504,"details":{"causes":[{"reason":"ResourceVersionTooLarge"}]}}`))
-	f.Add([]byte{1, 1, 1, 1, 1, 1, 6, 6, 6, 6, 6, 6, 10, 0, 0, 0, 0, 0}, []byte(`{"code":-7,"reason":"`+"\xff"+`"}`))
-	f.Fuzz(func(t *testing.T, script []byte, status []byte) {
-		var st *metav1.Status
-		if s := new(metav1.Status); json.Unmarshal(status, s) == nil {
-			st = s
-		}
-		for _, watchList := range []bool{false, true} {
-			m := MustNew(Config{WatchList: watchList, Seed: uint64(len(script))})
-			s := m.Initial()
-			now := time.Unix(1_700_000_000, 0)
-			var out []fsm.Command
-			for i := 0; i+6 <= len(script); i += 6 {
-				b := script[i : i+6]
-				now = now.Add(time.Duration(b[4]) * 100 * time.Millisecond)
-				e := fsm.Event{Kind: fsm.EventKind(1 + b[0]%10), Now: now, Type: fsm.WatchEventType(1 + b[2]%4)}
-				e.Request = s.Request + uint64(b[1]%3) - 1 // mostly the current request, sometimes stale
-				e.Timer = s.Timer
-				if b[1]%5 == 0 {
-					e.Timer++
-				}
-				e.ResourceVersion = string('0' + rune(b[3]%10))
-				e.InitialEventsEnd = b[3]&0x80 != 0
-				if b[3]&0x40 != 0 {
-					e.Continue = "c"
-				}
-				switch b[5] % 4 {
-				case 1:
-					e.Failure = &fsm.Failure{Status: st, Code: int(b[5]) * 3, RetryAfter: time.Duration(b[4]) * time.Second, HasRetryAfter: b[5]&8 != 0}
-				case 2:
-					e.Failure = &fsm.Failure{Transport: fsm.Transport(b[5] % 7)}
-				}
-				before := s
-				var err error
-				out, err = m.CheckedStep(&s, &e, out[:0])
-				if err != nil {
-					t.Fatalf("event %d %s in %s: %v", i/6, e, before.State, err)
-				}
-				if before.State == fsm.Stopped && len(out) > 0 {
-					t.Fatalf("commands after Stopped: %v", out)
-				}
-			}
-		}
-	})
-}
-
-// FuzzClassify reads arbitrary Status bodies, codes and Retry-After values as the driver would
-// hand them over: classification must never panic, a Retry-After must never come out negative,
-// and the answers apimachinery is sure of must hold.
 func FuzzClassify(f *testing.F) {
 	f.Add([]byte(`{"kind":"Status","code":429,"reason":"TooManyRequests","details":{"retryAfterSeconds":3}}`), 429, int64(0))
 	f.Add([]byte(`{"code":410,"reason":"Expired"}`), 0, int64(-5))

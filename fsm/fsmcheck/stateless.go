@@ -1,16 +1,21 @@
-package fsm
+// Package fsmcheck builds a qmuntal/stateless machine from fsm.Table for introspection, graph
+// export and validation. It lives outside fsm so that the pure core does not link stateless
+// into every consumer (docs/design.md, "The hot path and stateless").
+package fsmcheck
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/qmuntal/stateless"
+
+	"github.com/rewatch/rewatch/fsm"
 )
 
 // NewStateless builds a qmuntal/stateless machine from Table, starting in initial. Its triggers
 // are Causes. It is not the runtime path (a Fire costs hundreds of nanoseconds and allocates);
 // it serves introspection (PermittedTriggers), graph export (ToGraph) and validation.
-func NewStateless(initial State) *stateless.StateMachine {
+func NewStateless(initial fsm.State) *stateless.StateMachine {
 	sm := stateless.NewStateMachine(initial)
 	configure(sm)
 	return sm
@@ -18,20 +23,20 @@ func NewStateless(initial State) *stateless.StateMachine {
 
 // NewStatelessOver builds the same machine over externally held state, so a checker can follow
 // a snapshot's state without copying it into the machine.
-func NewStatelessOver(get func() State, set func(State)) *stateless.StateMachine {
+func NewStatelessOver(get func() fsm.State, set func(fsm.State)) *stateless.StateMachine {
 	sm := stateless.NewStateMachineWithExternalStorage(
 		func(context.Context) (stateless.State, error) { return get(), nil },
-		func(_ context.Context, s stateless.State) error { set(s.(State)); return nil },
+		func(_ context.Context, s stateless.State) error { set(s.(fsm.State)); return nil },
 		stateless.FiringImmediate)
 	configure(sm)
 	return sm
 }
 
 func configure(sm *stateless.StateMachine) {
-	for _, s := range States() {
+	for _, s := range fsm.States() {
 		sm.Configure(s)
 	}
-	for _, row := range Table {
+	for _, row := range fsm.Table {
 		cfg := sm.Configure(row.From)
 		if row.From == row.To {
 			cfg.PermitReentry(row.Cause)
@@ -43,14 +48,14 @@ func configure(sm *stateless.StateMachine) {
 
 // CheckTransition fails when from --cause--> to is not a transition the stateless machine
 // built from Table would take.
-func CheckTransition(from State, cause Cause, to State) error {
+func CheckTransition(from fsm.State, cause fsm.Cause, to fsm.State) error {
 	cur := from
-	sm := NewStatelessOver(func() State { return cur }, func(s State) { cur = s })
+	sm := NewStatelessOver(func() fsm.State { return cur }, func(s fsm.State) { cur = s })
 	if err := sm.Fire(cause); err != nil {
-		return fmt.Errorf("fsm: %s --%s--> not permitted: %w", from, cause, err)
+		return fmt.Errorf("fsmcheck: %s --%s--> not permitted: %w", from, cause, err)
 	}
 	if cur != to {
-		return fmt.Errorf("fsm: %s --%s--> leads to %s, not %s", from, cause, cur, to)
+		return fmt.Errorf("fsmcheck: %s --%s--> leads to %s, not %s", from, cause, cur, to)
 	}
 	return nil
 }
