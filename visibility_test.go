@@ -1,7 +1,6 @@
 package rewatch_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/internal/syncbuf"
 	"github.com/rewatch/rewatch/sim"
 )
 
@@ -58,29 +58,11 @@ func runUntil(t *testing.T, r *rewatch.Reflector, cond func() bool) {
 	require.NoError(t, <-done)
 }
 
-// lockedBuffer is a log sink the reflector's goroutine writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // docs/semantics.md "Visibility": with no Logger set, a LIST refused with 404 is logged through
 // slog.Default() at warning level with the server's message; Stats keeps it; a
 // slog.DiscardHandler logger silences it.
 func TestFailuresAreLoggedByDefault(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	t.Cleanup(func() { slog.SetDefault(prev) })
@@ -105,7 +87,7 @@ func TestFailuresAreLoggedByDefault(t *testing.T) {
 	require.Equal(t, 2, st.Retries[fsm.CauseListRejected])
 
 	t.Run("a discard logger silences it", func(t *testing.T) {
-		var quiet lockedBuffer
+		var quiet syncbuf.Buffer
 		slog.SetDefault(slog.New(slog.NewTextHandler(&quiet, nil)))
 		p := faultyServer(t)
 		p.AddRule(faultproxy.Rule{Kind: faultproxy.List, Times: 1, Fault: faultproxy.Respond(faultproxy.NotFound(configMapsGR))})
