@@ -174,7 +174,9 @@ func (watchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into ru
 		return nil, nil, fmt.Errorf("watch frames decode into *metav1.WatchEvent, not %T", into)
 	}
 	if err := jsonUnmarshalStrictCase(data, we); err != nil {
-		return nil, nil, err
+		// Marked here, where it is known to be about the bytes: sigs.k8s.io/json's syntax
+		// errors are its own types, which a caller cannot match.
+		return nil, nil, &fsm.DecodeError{Err: err}
 	}
 	return we, nil, nil
 }

@@ -58,7 +58,7 @@ func decodeStatus(b []byte) (*metav1.Status, bool) {
 
 // transportFailure translates an error from the HTTP client or the body.
 func transportFailure(err error) *fsm.Failure {
-	return &fsm.Failure{Transport: fsm.TransportOf(err), Message: err.Error()}
+	return &fsm.Failure{Transport: transportOf(err), Message: err.Error()}
 }
 
 // asDecodeError marks errors that mean "the bytes were wrong" rather than "the connection
@@ -66,8 +66,12 @@ func transportFailure(err error) *fsm.Failure {
 func asDecodeError(err error) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var marked *fsm.DecodeError
+	if errors.As(err, &marked) {
+		return err
+	}
 	if errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, streaming.ErrObjectTooLarge) ||
-		errors.Is(err, ErrFrameTooLarge) || strings.Contains(err.Error(), "invalid character") {
+		errors.Is(err, ErrFrameTooLarge) {
 		return &fsm.DecodeError{Err: err}
 	}
 	return err

@@ -1,12 +1,6 @@
 package fsm
 
 import (
-	"context"
-	"errors"
-	"io"
-	"net"
-	"os"
-	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -92,33 +86,9 @@ func (t *Transport) UnmarshalText(b []byte) error {
 	return err
 }
 
-// DecodeError marks an error as a frame or object that would not decode, so TransportOf can
+// DecodeError marks an error as a frame or object that would not decode, so the driver can
 // tell it apart from a broken connection.
 type DecodeError struct{ Err error }
 
 func (e *DecodeError) Error() string { return "decode: " + e.Err.Error() }
 func (e *DecodeError) Unwrap() error { return e.Err }
-
-// TransportOf names the connection-level failure behind err. It only inspects the error; the
-// machine decides what each kind means.
-func TransportOf(err error) Transport {
-	var de *DecodeError
-	var ne net.Error
-	switch {
-	case err == nil:
-		return NoTransportError
-	case errors.As(err, &de):
-		return Decode
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return Refused
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed):
-		return Reset
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return EOF
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
-		errors.As(err, &ne) && ne.Timeout():
-		return Timeout
-	default:
-		return OtherTransport
-	}
-}
