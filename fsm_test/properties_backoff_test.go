@@ -52,7 +52,9 @@ func TestPropDelayEqualsWaitBackoff(t *testing.T) {
 		w := b.Wait()
 		for a := range rapid.IntRange(0, 60).Draw(t, "attempts") {
 			want := w.Step()
-			if want > time.Duration(math.MaxInt64/4) {
+			if want > time.Duration(math.MaxInt64/4) || want < 0 {
+				// Near or past overflow (a negative value is wait.Backoff's conversion having
+				// wrapped), where apimachinery's result is implementation-defined.
 				return
 			}
 			if got := b.Delay(a, rapid.Float64Range(0, 0.999).Draw(t, "r")); got != want {
