@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -372,4 +373,46 @@ func TestWatchStoppedBeforeSyncSaysWhy(t *testing.T) {
 	require.Contains(t, out.String(), `"the server could not find the requested resource"`, "the transition line carries the message")
 	require.Contains(t, errb.String(), "stopped before the initial list completed")
 	require.Contains(t, errb.String(), "404 NotFound: the server could not find the requested resource")
+}
+
+// kubectl ignores a namespace for a cluster-scoped resource; so does watch, asking discovery,
+// so that the context's default namespace does not turn nodes into /namespaces/default/nodes.
+func TestWatchClusterScopedIgnoresNamespace(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/api/v1":
+			fmt.Fprint(w, `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"v1","resources":[`+
+				`{"name":"nodes","singularName":"node","namespaced":false,"kind":"Node","verbs":["list","watch"]},`+
+				`{"name":"configmaps","singularName":"configmap","namespaced":true,"kind":"ConfigMap","verbs":["list","watch"]}]}`)
+		case r.URL.Query().Get("watch") == "1" || r.URL.Query().Get("watch") == "true":
+			<-r.Context().Done()
+		default:
+			fmt.Fprint(w, `{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[]}`)
+		}
+	}))
+	defer api.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	writeKubeconfigNS(t, kubeconfig, api.URL, "team-a")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncbuf.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"watch", "--resource", "nodes", "--kubeconfig", kubeconfig, "-o", "json"}, &out, &errb)
+	}()
+	waitFor(t, func() bool { return strings.Contains(out.String(), `"cause":"list-complete"`) })
+	cancel()
+	require.Equal(t, exitOK, <-done, "stderr %q", errb.String())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Contains(t, paths, "/api/v1/nodes")
+	for _, p := range paths {
+		require.NotContains(t, p, "/namespaces/", "a cluster-scoped resource was asked for in a namespace")
+	}
 }

@@ -83,6 +83,12 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !allNamespaces && res.Namespace == "" {
 		res.Namespace = contextNamespace
 	}
+	if res.Namespace != "" && clusterScoped(rc, res) {
+		// As kubectl does, a namespace means nothing for a cluster-scoped resource (nodes,
+		// namespaces, CRDs): without this, the context's default would ask for
+		// /namespaces/default/nodes, which the server answers 404.
+		res.Namespace = ""
+	}
 	cfg, err := rewatch.FromRESTConfig(rc)
 	if err != nil {
 		return usageError{err}
