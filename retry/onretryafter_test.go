@@ -129,6 +129,7 @@ func TestFromErrorAgreesWithOnRetryAfterError(t *testing.T) {
 		"garbage header":               respErr(429, "soon"),
 		"no header":                    respErr(429, ""),
 		"500 without details":          apierrors.NewInternalError(errors.New("boom")),
+		"garbage header over a Status": &retry.ResponseError{StatusCode: 429, Header: http.Header{"Retry-After": {"soon"}}, Err: apierrors.NewTooManyRequests("slow", 2)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			want, ok := retry.FromErrorAt(err, epoch)

@@ -70,10 +70,14 @@ func FromError(err error) (time.Duration, bool) { return FromErrorAt(err, time.N
 // from now); any other error with a Kubernetes Status answers with details.retryAfterSeconds,
 // via apierrors.SuggestsClientDelay, which also reports a ServerTimeout's 0 as present.
 // Negative and unparsable values are absent. OnRetryAfterError reads errors through this same
-// function, so the two always agree.
+// function, so the two always agree on the delay; whether to retry at all it decides apart, by
+// the status code (429 and 5xx only), as client-go's REST client does.
 func FromErrorAt(err error, now time.Time) (time.Duration, bool) {
 	if re, ok := errors.AsType[*ResponseError](err); ok {
-		return ParseRetryAfter(re.Header.Get("Retry-After"), now)
+		if d, ok := ParseRetryAfter(re.Header.Get("Retry-After"), now); ok {
+			return d, true
+		}
+		// No usable header: the Status the response carried, if it wraps one, may still say.
 	}
 	secs, ok := apierrors.SuggestsClientDelay(err)
 	if !ok || secs < 0 {
