@@ -55,7 +55,7 @@ type Config struct {
 	// slog.New(slog.DiscardHandler) for silence.
 	Logger *slog.Logger
 	// WatchErrorHandler, like client-go's SharedInformer.SetWatchErrorHandlerWithContext, is
-	// called with every LIST or WATCH failure the reflector answers (after it is logged), on the
+	// called with every LIST or WATCH failure the reflector answers (which is also logged), on the
 	// reflector's goroutine: it must return quickly. err is a *apierrors.StatusError when the
 	// server answered, so apierrors.IsNotFound, IsTooManyRequests and the like work on it, and
 	// a *fsm.TransportError otherwise. The reflector retries whatever the handler does.
