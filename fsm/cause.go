@@ -1,7 +1,5 @@
 package fsm
 
-import "fmt"
-
 // Cause names why a transition is taken: the classified reading of one event in one state. It is
 // the trigger of the stateless machine and the label of a diagram edge.
 type Cause uint8
@@ -48,7 +46,8 @@ const (
 	numCauses
 )
 
-// causeInfo holds each cause's stable identifier (journals, JSON) and its diagram label.
+// causeInfo holds each cause's stable identifier (journals, JSON, transcripts) and, next to
+// it, the label its diagram edges carry.
 var causeInfo = [numCauses]struct{ id, label string }{
 	NoCause:                      {"", ""},
 	CauseStart:                   {"start", "start: LIST RV=0"},
@@ -90,13 +89,19 @@ func Causes() []Cause {
 	return out
 }
 
-// String is the stable identifier used in journals and transcripts.
-func (c Cause) String() string {
-	if c < numCauses {
-		return causeInfo[c].id
+// causeNames is the identifier column of causeInfo, for the text methods every enum shares.
+var causeNames = func() enumNames[Cause] {
+	n := enumNames[Cause]{typ: "Cause", kind: "cause", names: make([]string, numCauses)}
+	for c, info := range causeInfo {
+		n.names[c] = info.id
 	}
-	return fmt.Sprintf("Cause(%d)", uint8(c))
-}
+	return n
+}()
+
+// String is the stable identifier used in journals and transcripts.
+func (c Cause) String() string                { return causeNames.String(c) }
+func (c Cause) MarshalText() ([]byte, error)  { return causeNames.MarshalText(c) }
+func (c *Cause) UnmarshalText(b []byte) error { return causeNames.UnmarshalText(c, b) }
 
 // Label is the human description used on diagram edges.
 func (c Cause) Label() string {
@@ -104,21 +109,4 @@ func (c Cause) Label() string {
 		return causeInfo[c].label
 	}
 	return c.String()
-}
-
-func (c Cause) MarshalText() ([]byte, error) {
-	if c >= numCauses {
-		return nil, errUnknown("cause", uint8(c))
-	}
-	return []byte(causeInfo[c].id), nil
-}
-
-func (c *Cause) UnmarshalText(b []byte) error {
-	for i := range causeInfo {
-		if causeInfo[i].id == string(b) {
-			*c = Cause(i)
-			return nil
-		}
-	}
-	return errUnknownName("cause", b)
 }
