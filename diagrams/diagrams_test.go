@@ -56,9 +56,36 @@ func TestMermaidHasEveryRowAsAnEdge(t *testing.T) {
 	assert.Equal(t, "[*] --> Listing", edges[0])
 	assert.Equal(t, "Stopped --> [*]", edges[len(edges)-1])
 	for i, row := range fsm.Table {
-		want := fmt.Sprintf("%s --> %s : %s", row.From, row.To, mermaidText(row.Cause.Label()))
+		want := fmt.Sprintf("%s --> %s : %s", row.From, row.To, mermaidText(EdgeLabel(row)))
 		assert.Equal(t, want, edges[i+1], "row %d (%s)", i, row.Cause)
 	}
+}
+
+// A reader follows a failure through Backoff: its edge in names the state the wait goes on in,
+// and Backoff has an edge into that state.
+func TestMermaidWaitsSayWhereTheyLead(t *testing.T) {
+	lines := strings.Split(Mermaid(), "\n")
+	for _, row := range fsm.Table {
+		if row.To != fsm.Backoff {
+			continue
+		}
+		in := fmt.Sprintf("    %s --> Backoff : %s", row.From, mermaidText(row.Cause.Label()+" ⇒ then "+row.Then.String()))
+		assert.Contains(t, lines, in, "row %s --%s-->", row.From, row.Cause)
+		timer, ok := fsm.Resume(row.Then)
+		require.True(t, ok)
+		out := fmt.Sprintf("    Backoff --> %s : %s", row.Then, mermaidText(timer.Label()))
+		assert.Contains(t, lines, out, "no way out of Backoff into %s", row.Then)
+	}
+	assert.Contains(t, Mermaid(), "    note right of Backoff\n")
+	assert.Contains(t, Mermaid(), "    note left of Listing\n")
+	assert.Contains(t, Mermaid(), "    note right of Relisting\n")
+}
+
+func TestEdgeLabelNamesThenOnlyForWaits(t *testing.T) {
+	assert.Equal(t, "429 / Retry-After (also 503, server timeout) ⇒ then Watching",
+		EdgeLabel(fsm.Transition{From: fsm.Watching, Cause: fsm.CauseTooManyRequests, To: fsm.Backoff, Then: fsm.Watching}))
+	assert.Equal(t, "410 Gone / Expired → LIST at last RV",
+		EdgeLabel(fsm.Transition{From: fsm.Watching, Cause: fsm.CauseExpired, To: fsm.Relisting}))
 }
 
 func TestMermaidDeclaresEveryState(t *testing.T) {
@@ -70,8 +97,19 @@ func TestMermaidDeclaresEveryState(t *testing.T) {
 }
 
 // Mermaid's state-diagram lexer ends a label at ':' or ';' and reads quotes and angle brackets
-// as syntax; an unescaped one makes GitHub show a parse error instead of the diagram.
+// as syntax; an unescaped one makes GitHub show a parse error instead of the diagram. Notes are
+// written as they are, so their text must hold none of these at all.
 func TestMermaidLabelsHoldNoSyntax(t *testing.T) {
+	for _, n := range notes {
+		for _, l := range n.lines {
+			assert.NotContainsf(t, l, ":", "note on %s", n.state)
+			assert.NotContainsf(t, l, ";", "note on %s", n.state)
+			assert.NotContainsf(t, l, `"`, "note on %s", n.state)
+			assert.NotContainsf(t, l, "<", "note on %s", n.state)
+			assert.NotContainsf(t, l, "#", "note on %s", n.state)
+			assert.NotEqualf(t, "end note", strings.TrimSpace(l), "note on %s", n.state)
+		}
+	}
 	for _, l := range strings.Split(Mermaid(), "\n") {
 		_, label, ok := strings.Cut(l, " --> ")
 		if !ok {
@@ -102,7 +140,7 @@ func TestDOTHasEveryRowAsAnEdge(t *testing.T) {
 	for _, row := range fsm.Table {
 		head := fmt.Sprintf("%s -> %s", row.From, row.To)
 		require.Contains(t, edges, head, "row %s --%s-->", row.From, row.Cause)
-		assert.Contains(t, edges[head], dotCell(html.EscapeString(row.Cause.Label())),
+		assert.Contains(t, edges[head], dotCell(html.EscapeString(EdgeLabel(row))),
 			"edge %s lacks the label of %s", head, row.Cause)
 	}
 	assert.Contains(t, DOT(), "\tinit -> "+initialState.String()+"\n", "no start arrow")

@@ -10,14 +10,14 @@ import (
 )
 
 // DOT renders the stateless machine built from fsm.Table (fsmcheck.NewStateless(fsm.Listing))
-// through its own ToGraph, with each trigger id replaced by the cause's human label.
+// through its own ToGraph, with each trigger id replaced by its row's EdgeLabel.
 //
 // ToGraph is kept rather than writing DOT by hand so the graph shows what the machine that
 // validates Step actually permits, not a second reading of the table. It prints triggers with
-// %v, which for a Cause is the journal id ("too-many-requests"); the issue wants the reasons
-// ("429 / Retry-After") on the edges, hence the rewrite. ToGraph groups parallel edges into
-// one HTML-table label, sorts states and triggers by name, and marks self-loops "Reentry":
-// its output, and so ours, does not depend on map order.
+// %v, which for a Cause is the journal id ("too-many-requests"); a reader wants the reasons
+// ("429 / Retry-After") and, for a wait, where it leads, hence the rewrite. ToGraph groups
+// parallel edges into one HTML-table label, sorts states and triggers by name, and marks
+// self-loops "Reentry": its output, and so ours, does not depend on map order.
 func DOT() string {
 	out, err := dot()
 	if err != nil {
@@ -31,28 +31,10 @@ func DOT() string {
 const dotHeader = "// Generated from fsm.Table by `go generate ./diagrams/`. Do not edit.\n"
 
 func dot() (string, error) {
-	g := fsmcheck.NewStateless(initialState).ToGraph()
-
-	// Each (from, cause) is one table row and ToGraph prints it as one cell, so a cause's id
-	// must occur as a cell exactly as many times as the table has rows for it. Counting
-	// before replacing catches a ToGraph format change instead of emitting ids silently.
-	rows := map[fsm.Cause]int{}
-	for _, row := range fsm.Table {
-		rows[row.Cause]++
+	g, err := dotLabels(fsmcheck.NewStateless(initialState).ToGraph())
+	if err != nil {
+		return "", err
 	}
-	pairs := make([]string, 0, 2*len(rows))
-	for _, c := range fsm.Causes() {
-		if rows[c] == 0 {
-			continue
-		}
-		cell := dotCell(html.EscapeString(c.String()))
-		if n := strings.Count(g, cell); n != rows[c] {
-			return "", fmt.Errorf("diagrams: stateless ToGraph prints cause %q %d times, table has %d rows for it", c, n, rows[c])
-		}
-		pairs = append(pairs, cell, dotCell(html.EscapeString(c.Label())))
-	}
-	// One pass over the text, so a label can never be rewritten as if it were another id.
-	g = strings.NewReplacer(pairs...).Replace(g)
 
 	// Stopped is terminal. A heavier border marks it, since Mrecord, the shape ToGraph gives
 	// every node, ignores peripheries and so cannot take the usual double border.
@@ -79,3 +61,42 @@ const dotStyle = "\tnodesep=0.6;\n\transep=1.2;\n" +
 	"\tedge [fontname=\"Helvetica\", fontsize=11];\n"
 
 func dotCell(text string) string { return `<TD ALIGN="LEFT">` + text + `</TD>` }
+
+// dotLabels replaces the trigger ids on each edge line of g ("\tFrom -> To [label=<...>];")
+// with the EdgeLabel of the row they stand for. A label depends on the row, not only on its
+// cause (a failed LIST in Listing waits to go on in Listing, in Relisting in Relisting), so the
+// edge line's From picks the rows. Each row must appear as exactly one cell of its edge's line:
+// counting before replacing catches a ToGraph format change instead of emitting ids silently.
+func dotLabels(g string) (string, error) {
+	lines := strings.SplitAfter(g, "\n")
+	seen := 0
+	for i, l := range lines {
+		head, _, ok := strings.Cut(strings.TrimSpace(l), " [label=")
+		fromName, toName, isEdge := strings.Cut(head, " -> ")
+		if !ok || !isEdge {
+			continue
+		}
+		var from, to fsm.State
+		if from.UnmarshalText([]byte(fromName)) != nil || to.UnmarshalText([]byte(toName)) != nil {
+			continue // the start arrow, from a node that is no state
+		}
+		var pairs []string
+		for _, row := range fsm.Table {
+			if row.From != from || row.To != to {
+				continue
+			}
+			cell := dotCell(html.EscapeString(row.Cause.String()))
+			if n := strings.Count(l, cell); n != 1 {
+				return "", fmt.Errorf("diagrams: stateless ToGraph prints cause %q %d times on edge %s, the table has one row for it", row.Cause, n, head)
+			}
+			pairs = append(pairs, cell, dotCell(html.EscapeString(EdgeLabel(row))))
+			seen++
+		}
+		// One pass over the line, so a label can never be rewritten as if it were another id.
+		lines[i] = strings.NewReplacer(pairs...).Replace(l)
+	}
+	if seen != len(fsm.Table) {
+		return "", fmt.Errorf("diagrams: stateless ToGraph draws %d of the table's %d rows", seen, len(fsm.Table))
+	}
+	return strings.Join(lines, ""), nil
+}

@@ -8,7 +8,7 @@ import (
 )
 
 // Mermaid renders fsm.Table as a Mermaid stateDiagram-v2: one edge per table row, in table
-// order, labelled with the cause's human label.
+// order, labelled by EdgeLabel.
 //
 // Parallel edges are not merged: one edge per row keeps "every row is an edge" checkable by
 // eye and by test, at the cost of a busier drawing around Listing and Relisting.
@@ -23,15 +23,53 @@ func Mermaid() string {
 	}
 	fmt.Fprintf(&b, "    [*] --> %s\n", initialState)
 	for _, row := range fsm.Table {
-		fmt.Fprintf(&b, "    %s --> %s : %s\n", row.From, row.To, mermaidText(row.Cause.Label()))
+		fmt.Fprintf(&b, "    %s --> %s : %s\n", row.From, row.To, mermaidText(EdgeLabel(row)))
 	}
 	fmt.Fprintf(&b, "    %s --> [*]\n", fsm.Stopped)
-	// A multi-line note, because a one-line note ends at the first ':' of its text.
-	fmt.Fprintf(&b, "    note right of %s\n", fsm.Backoff)
-	b.WriteString("        Waits on a timer (Retry-After or the next backoff step),\n")
-	b.WriteString("        then retries what failed. Only a stop cuts the wait short.\n")
-	b.WriteString("    end note\n")
+	// Multi-line notes, because a one-line note ends at the first ':' of its text.
+	for _, n := range notes {
+		fmt.Fprintf(&b, "    note %s of %s\n", n.side, n.state)
+		for _, l := range n.lines {
+			fmt.Fprintf(&b, "        %s\n", l) // plain text: TestMermaidLabelsHoldNoSyntax
+		}
+		b.WriteString("    end note\n")
+	}
 	return b.String()
+}
+
+// notes say in the drawing what its edges cannot: what a wait remembers, and why Listing and
+// Relisting, which take nearly the same edges, are two states (the comment on fsm.Table).
+var notes = []struct {
+	side  string
+	state fsm.State
+	lines []string
+}{
+	{"right", fsm.Backoff, []string{
+		"Waits on a timer (Retry-After or the next backoff step).",
+		"The edge in says where it goes on (⇒ then …), and the",
+		"timer takes the edge out into that state. Only a stop",
+		"cuts the wait short.",
+	}},
+	{"left", fsm.Listing, []string{
+		"The first fill of an empty store, at RV 0.",
+		"The only state that takes start.",
+	}},
+	{"right", fsm.Relisting, []string{
+		"Refills the synced store at the last RV after",
+		"the watch could not be resumed. The store serves",
+		"the old state until Replace. The same edges as",
+		"Listing, but start.",
+	}},
+}
+
+// EdgeLabel is what the edge of a table row says: its cause's label and, for a row into
+// Backoff, the state the wait goes on in (the row's Then), so that a reader can follow a
+// failure through Backoff to where it leads.
+func EdgeLabel(row fsm.Transition) string {
+	if row.To != fsm.Backoff {
+		return row.Cause.Label()
+	}
+	return row.Cause.Label() + " ⇒ then " + row.Then.String()
 }
 
 // initialState is where every reflector starts; the table has no row into it from nowhere, so

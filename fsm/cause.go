@@ -1,7 +1,5 @@
 package fsm
 
-import "fmt"
-
 // Cause names why a transition is taken: the classified reading of one event in one state. It is
 // the trigger of the stateless machine and the label of a diagram edge.
 type Cause uint8
@@ -48,7 +46,8 @@ const (
 	numCauses
 )
 
-// causeInfo holds each cause's stable identifier (journals, JSON) and its diagram label.
+// causeInfo holds each cause's stable identifier (journals, JSON, transcripts) and, next to
+// it, the label its diagram edges carry.
 var causeInfo = [numCauses]struct{ id, label string }{
 	NoCause:                      {"", ""},
 	CauseStart:                   {"start", "start: LIST RV=0"},
@@ -62,7 +61,7 @@ var causeInfo = [numCauses]struct{ id, label string }{
 	CauseInitialEvent:            {"initial-event", "initial event → stage"},
 	CauseInitialEventsEnd:        {"initial-events-end", "initial-events-end bookmark → Replace"},
 	CauseWatchListUnsupported:    {"watch-list-unsupported", "watch-list unsupported → paginated LIST"},
-	CauseInitialTransferCut:      {"initial-transfer-cut", "initial transfer cut → backoff"},
+	CauseInitialTransferCut:      {"initial-transfer-cut", "initial transfer cut"},
 	CauseWatchOpened:             {"watch-opened", "watch opened"},
 	CauseWatchEvent:              {"watch-event", "ADDED / MODIFIED / DELETED / BOOKMARK"},
 	CauseTooManyRequests:         {"too-many-requests", "429 / Retry-After (also 503, server timeout)"},
@@ -70,11 +69,11 @@ var causeInfo = [numCauses]struct{ id, label string }{
 	CauseInternalErrorPastWindow: {"internal-error-past-window", "InternalError past window → LIST at last RV"},
 	CauseConnectFailed:           {"connect-failed", "refused / reset / EOF before open"},
 	CauseStreamEnded:             {"stream-ended", "stream end → re-WATCH at once"},
-	CauseStreamEndedQuickly:      {"stream-ended-quickly", "repeated quick stream ends → backoff"},
+	CauseStreamEndedQuickly:      {"stream-ended-quickly", "repeated quick stream ends"},
 	CauseExpired:                 {"expired", "410 Gone / Expired → LIST at last RV"},
-	CauseExpiredAgain:            {"expired-again", "410 again without progress → backoff"},
+	CauseExpiredAgain:            {"expired-again", "410 again without progress"},
 	CauseTooLargeRV:              {"too-large-rv", "too large RV → LIST RV=\"\""},
-	CauseWatchRejected:           {"watch-rejected", "401 / 403 / 404 / other → backoff, relist"},
+	CauseWatchRejected:           {"watch-rejected", "401 / 403 / 404 / other"},
 	CauseRetryWatch:              {"retry-watch", "timer → WATCH from last RV"},
 	CauseRetryRelist:             {"retry-relist", "timer → LIST at last RV"},
 	CauseRetryList:               {"retry-list", "timer → retry initial LIST"},
@@ -90,13 +89,19 @@ func Causes() []Cause {
 	return out
 }
 
-// String is the stable identifier used in journals and transcripts.
-func (c Cause) String() string {
-	if c < numCauses {
-		return causeInfo[c].id
+// causeNames is the identifier column of causeInfo, for the text methods every enum shares.
+var causeNames = func() enumNames[Cause] {
+	n := enumNames[Cause]{typ: "Cause", kind: "cause", names: make([]string, numCauses)}
+	for c, info := range causeInfo {
+		n.names[c] = info.id
 	}
-	return fmt.Sprintf("Cause(%d)", uint8(c))
-}
+	return n
+}()
+
+// String is the stable identifier used in journals and transcripts.
+func (c Cause) String() string                { return causeNames.String(c) }
+func (c Cause) MarshalText() ([]byte, error)  { return causeNames.MarshalText(c) }
+func (c *Cause) UnmarshalText(b []byte) error { return causeNames.UnmarshalText(c, b) }
 
 // Label is the human description used on diagram edges.
 func (c Cause) Label() string {
@@ -104,21 +109,4 @@ func (c Cause) Label() string {
 		return causeInfo[c].label
 	}
 	return c.String()
-}
-
-func (c Cause) MarshalText() ([]byte, error) {
-	if c >= numCauses {
-		return nil, errUnknown("cause", uint8(c))
-	}
-	return []byte(causeInfo[c].id), nil
-}
-
-func (c *Cause) UnmarshalText(b []byte) error {
-	for i := range causeInfo {
-		if causeInfo[i].id == string(b) {
-			*c = Cause(i)
-			return nil
-		}
-	}
-	return errUnknownName("cause", b)
 }

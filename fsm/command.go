@@ -30,18 +30,13 @@ const (
 	CmdStopped
 )
 
-var commandKindNames = enumText{"", "list", "watch", "cancel-request", "arm-timer", "cancel-timer",
-	"stage", "replace-store", "discard-staged", "apply", "stopped"}
+var commandKindNames = enumNames[CommandKind]{typ: "CommandKind", kind: "command kind",
+	names: []string{"", "list", "watch", "cancel-request", "arm-timer", "cancel-timer",
+		"stage", "replace-store", "discard-staged", "apply", "stopped"}}
 
-func (k CommandKind) String() string { return commandKindNames.name(uint8(k), "CommandKind") }
-func (k CommandKind) MarshalText() ([]byte, error) {
-	return commandKindNames.marshal(uint8(k), "command kind")
-}
-func (k *CommandKind) UnmarshalText(b []byte) error {
-	v, err := commandKindNames.unmarshal(b, "command kind")
-	*k = CommandKind(v)
-	return err
-}
+func (k CommandKind) String() string                { return commandKindNames.String(k) }
+func (k CommandKind) MarshalText() ([]byte, error)  { return commandKindNames.MarshalText(k) }
+func (k *CommandKind) UnmarshalText(b []byte) error { return commandKindNames.UnmarshalText(k, b) }
 
 // Command is one output of the machine, a tagged union like Event. Every field the driver needs
 // to perform the request is here, so the driver needs no state of its own to build it.

@@ -30,18 +30,13 @@ const (
 	EvStop
 )
 
-var eventKindNames = enumText{"", "start", "list-page", "list-failed", "watch-opened", "watch-event",
-	"watch-error", "watch-open-failed", "watch-ended", "timer-fired", "stop"}
+var eventKindNames = enumNames[EventKind]{typ: "EventKind", kind: "event kind",
+	names: []string{"", "start", "list-page", "list-failed", "watch-opened", "watch-event",
+		"watch-error", "watch-open-failed", "watch-ended", "timer-fired", "stop"}}
 
-func (k EventKind) String() string { return eventKindNames.name(uint8(k), "EventKind") }
-func (k EventKind) MarshalText() ([]byte, error) {
-	return eventKindNames.marshal(uint8(k), "event kind")
-}
-func (k *EventKind) UnmarshalText(b []byte) error {
-	v, err := eventKindNames.unmarshal(b, "event kind")
-	*k = EventKind(v)
-	return err
-}
+func (k EventKind) String() string                { return eventKindNames.String(k) }
+func (k EventKind) MarshalText() ([]byte, error)  { return eventKindNames.MarshalText(k) }
+func (k *EventKind) UnmarshalText(b []byte) error { return eventKindNames.UnmarshalText(k, b) }
 
 // WatchEventType is the type of a watch frame that carries an object.
 type WatchEventType uint8
@@ -54,16 +49,13 @@ const (
 	Bookmark
 )
 
-var watchEventTypeNames = enumText{"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"}
+var watchEventTypeNames = enumNames[WatchEventType]{typ: "WatchEventType", kind: "watch event type",
+	names: []string{"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"}}
 
-func (t WatchEventType) String() string { return watchEventTypeNames.name(uint8(t), "WatchEventType") }
-func (t WatchEventType) MarshalText() ([]byte, error) {
-	return watchEventTypeNames.marshal(uint8(t), "watch event type")
-}
+func (t WatchEventType) String() string               { return watchEventTypeNames.String(t) }
+func (t WatchEventType) MarshalText() ([]byte, error) { return watchEventTypeNames.MarshalText(t) }
 func (t *WatchEventType) UnmarshalText(b []byte) error {
-	v, err := watchEventTypeNames.unmarshal(b, "watch event type")
-	*t = WatchEventType(v)
-	return err
+	return watchEventTypeNames.UnmarshalText(t, b)
 }
 
 // Event is one input of the machine. It is a tagged union: Kind says which fields matter.

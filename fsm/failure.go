@@ -53,7 +53,12 @@ type TransportError struct {
 	Message   string
 }
 
-func (e *TransportError) Error() string { return e.Transport.String() + ": " + e.Message }
+func (e *TransportError) Error() string {
+	if e.Transport == NoTransportError {
+		return e.Message
+	}
+	return e.Transport.String() + ": " + e.Message
+}
 
 // Transport names a connection-level failure.
 type Transport uint8
@@ -74,17 +79,12 @@ const (
 	OtherTransport
 )
 
-var transportNames = enumText{"", "refused", "reset", "eof", "timeout", "decode", "other"}
+var transportNames = enumNames[Transport]{typ: "Transport", kind: "transport",
+	names: []string{"", "refused", "reset", "eof", "timeout", "decode", "other"}}
 
-func (t Transport) String() string { return transportNames.name(uint8(t), "Transport") }
-func (t Transport) MarshalText() ([]byte, error) {
-	return transportNames.marshal(uint8(t), "transport")
-}
-func (t *Transport) UnmarshalText(b []byte) error {
-	v, err := transportNames.unmarshal(b, "transport")
-	*t = Transport(v)
-	return err
-}
+func (t Transport) String() string                { return transportNames.String(t) }
+func (t Transport) MarshalText() ([]byte, error)  { return transportNames.MarshalText(t) }
+func (t *Transport) UnmarshalText(b []byte) error { return transportNames.UnmarshalText(t, b) }
 
 // DecodeError marks an error as a frame or object that would not decode, so the driver can
 // tell it apart from a broken connection.

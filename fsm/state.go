@@ -1,7 +1,5 @@
 package fsm
 
-import "fmt"
-
 // State is where the reflector is in its LIST → WATCH cycle.
 type State uint8
 
@@ -21,30 +19,13 @@ const (
 // States lists every state in table order.
 func States() []State { return []State{Listing, Watching, Backoff, Relisting, Stopped} }
 
-var stateNames = [...]string{"Listing", "Watching", "Backoff", "Relisting", "Stopped"}
+var stateNames = enumNames[State]{typ: "State", kind: "state",
+	names: []string{"Listing", "Watching", "Backoff", "Relisting", "Stopped"}}
 
-func (s State) String() string {
-	if int(s) < len(stateNames) {
-		return stateNames[s]
-	}
-	return fmt.Sprintf("State(%d)", uint8(s))
-}
+func (s State) String() string { return stateNames.String(s) }
 
 // MarshalText writes the state by name so journals stay readable and stable across reorderings.
-func (s State) MarshalText() ([]byte, error) {
-	if int(s) >= len(stateNames) {
-		return nil, fmt.Errorf("fsm: unknown state %d", uint8(s))
-	}
-	return []byte(stateNames[s]), nil
-}
+func (s State) MarshalText() ([]byte, error) { return stateNames.MarshalText(s) }
 
 // UnmarshalText accepts the names MarshalText writes.
-func (s *State) UnmarshalText(b []byte) error {
-	for i, n := range stateNames {
-		if n == string(b) {
-			*s = State(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("fsm: unknown state %q", b)
-}
+func (s *State) UnmarshalText(b []byte) error { return stateNames.UnmarshalText(s, b) }

@@ -292,7 +292,8 @@ func TestPropertyStopFromAnyState(t *testing.T) {
 }
 
 // docs/design.md "The hot path and stateless": every transition Step takes is one the table
-// allows, checked against the qmuntal/stateless machine built from fsm.Table.
+// allows, checked against the qmuntal/stateless machine built from fsm.Table, and every wait
+// leads where its row's Then says.
 func TestPropertyEveryTransitionIsInTheTable(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := drawRun(t)
@@ -302,7 +303,7 @@ func TestPropertyEveryTransitionIsInTheTable(t *testing.T) {
 				require.Empty(t, st.commands, "step %d: an ignored event emitted commands", i)
 				continue
 			}
-			if err := fsmcheck.CheckTransition(st.before.State, st.cause, st.after.State); err != nil {
+			if err := fsmcheck.CheckStep(st.before, st.cause, st.after); err != nil {
 				t.Fatalf("step %d: %v", i, err)
 			}
 		}

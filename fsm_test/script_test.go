@@ -15,8 +15,8 @@ import (
 // t0 is the start of every scripted run; transcripts print times as offsets from it.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// scriptRunner plays a transcript script: one event per line, in the words of the canonical
-// printer, e.g.
+// scriptRunner plays events written in the words of the canonical printer, one per line (a
+// transcript directive, or a line of a script in the journal tests), e.g.
 //
 //	+7s timer-fired
 //	watch-error status=429 retry-after-seconds=5

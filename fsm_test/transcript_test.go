@@ -14,45 +14,50 @@ import (
 )
 
 // TestTranscripts replays the golden transcripts in testdata/transcripts: one file per
-// docs/semantics.md row or rule, each a script of events with the states and commands they must produce.
-// Rewrite them after a deliberate change with: go test ./fsm_test -run TestTranscripts -rewrite
+// docs/semantics.md row or rule, each a script of events, one directive per event, with the
+// transition and commands it must produce right under it, as in etcd-io/raft's interaction
+// tests. Rewrite them after a deliberate change with:
+// go test ./fsm_test -run TestTranscripts -rewrite
 //
 // Directives:
 //
 //	config [jitter=0] [backoff=zero] [watch-list] [internal-window=D] [internal-rewatches=N] [resume-rv-lifetime=D]
 //	       [retry-after-cap=D] [page-size=N] [seed=N]
-//	run    (input: one event per line; output: transition and commands per event)
+//	       a new machine with this configuration, from its initial snapshot; the output is the
+//	       configuration in force
+//	[+D] EVENT [FIELD=VALUE]...
+//	       one event, in the words of the canonical printer (see scriptRunner), after the clock
+//	       has moved on by D if given: start, list-page rv=100, +800ms timer-fired, watch-error
+//	       status=429 retry-after-seconds=5, stop, …; the output is the event as the machine saw
+//	       it, then the transition and each command, or "ignored"
 func TestTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/transcripts", func(t *testing.T, path string) {
 		var r *scriptRunner
 		newRunner := func(cfg transitions.Config) { r = newScriptRunner(transitions.MustNew(cfg)) }
 		newRunner(transcriptConfig(nil))
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			switch d.Cmd {
-			case "config":
+			if d.Input != "" {
+				d.Fatalf(t, "%s takes no input: write one event per directive", d.Cmd)
+			}
+			if d.Cmd == "config" {
 				cfg, err := parseConfig(d.CmdArgs)
 				if err != nil {
 					d.Fatalf(t, "%v", err)
 				}
 				newRunner(cfg)
 				return fmt.Sprintf("%+v\n", summary(r.m.Config()))
-			case "run":
-				var b strings.Builder
-				for _, line := range strings.Split(d.Input, "\n") {
-					line = strings.TrimSpace(line)
-					if line == "" || strings.HasPrefix(line, "#") {
-						continue
-					}
-					out, err := r.runLine(line)
-					if err != nil {
-						d.Fatalf(t, "%s: %v", line, err)
-					}
-					b.WriteString(out)
-				}
-				return b.String()
 			}
-			d.Fatalf(t, "unknown directive %q", d.Cmd)
-			return ""
+			// An event: the directive line as datadriven split it ("+800ms" is the command of
+			// "+800ms timer-fired", and "timer-fired" its first argument), joined back up.
+			words := []string{d.Cmd}
+			for _, a := range d.CmdArgs {
+				words = append(words, a.String())
+			}
+			out, err := r.runLine(strings.Join(words, " "))
+			if err != nil {
+				d.Fatalf(t, "%v", err)
+			}
+			return out
 		})
 	})
 }

@@ -4,49 +4,42 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 )
 
-// cause classifies e in the state of s. It returns fsm.NoCause for events that must be ignored:
-// anything after Stopped, and events of a request or timer that is no longer current.
+// cause reads e as a cause: what the event means for the snapshot's request or timer. Whether
+// the current state admits that cause is not decided here but by fsm.Table alone (Step looks
+// the row up and ignores the event when there is none), so a cause may come out that the state
+// does not permit — a LIST page in Watching, a stop in Stopped — and that event is ignored.
+//
+// The reading depends on what is in flight, not on the state's name: a LIST, a watch-list
+// stream (Streaming) or a watch. fsm.NoCause means the event answers nothing current: a stale
+// request or timer, a second start.
 func (m *Machine) cause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
-	if s.State == fsm.Stopped {
+	switch e.Kind {
+	case fsm.EvStop:
+		return fsm.CauseStop
+	case fsm.EvStart:
+		if s.Seq == 0 { // nothing requested yet
+			return fsm.CauseStart
+		}
+		return fsm.NoCause
+	case fsm.EvTimerFired:
+		if s.Timer == 0 || e.Timer != s.Timer {
+			return fsm.NoCause
+		}
+		// The timer row is the one the table has into the state the wait leads to.
+		c, _ := fsm.Resume(s.Next)
+		return c
+	}
+	if !m.current(s, e) {
 		return fsm.NoCause
 	}
-	if e.Kind == fsm.EvStop {
-		return fsm.CauseStop
+	if s.Streaming {
+		return m.streamingListCause(s, e)
 	}
-	switch s.State {
-	case fsm.Listing, fsm.Relisting:
-		if e.Kind == fsm.EvStart {
-			if s.State == fsm.Listing && s.Seq == 0 {
-				return fsm.CauseStart
-			}
-			return fsm.NoCause
-		}
-		if !m.current(s, e) {
-			return fsm.NoCause
-		}
-		if s.Streaming {
-			return m.streamingListCause(s, e)
-		}
+	switch e.Kind {
+	case fsm.EvListPage, fsm.EvListFailed:
 		return m.listCause(s, e)
-	case fsm.Watching:
-		if !m.current(s, e) {
-			return fsm.NoCause
-		}
-		return m.watchCause(s, e)
-	case fsm.Backoff:
-		if e.Kind != fsm.EvTimerFired || e.Timer != s.Timer || s.Timer == 0 {
-			return fsm.NoCause
-		}
-		switch s.Next {
-		case fsm.Watching:
-			return fsm.CauseRetryWatch
-		case fsm.Relisting:
-			return fsm.CauseRetryRelist
-		default:
-			return fsm.CauseRetryList
-		}
 	}
-	return fsm.NoCause
+	return m.watchCause(s, e)
 }
 
 // current reports whether e answers the request in flight.

@@ -4,10 +4,10 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 )
 
-// effects updates s and emits the commands of cause. s.State is still the state the event
-// arrived in.
-func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, out *[]fsm.Command) {
-	switch cause {
+// effects updates s and emits the commands of the table row the event takes. s.State is still
+// the state the event arrived in.
+func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
+	switch row.Cause {
 	case fsm.CauseWatchEvent:
 		m.watchEvent(s, e, out)
 	case fsm.CauseWatchOpened, fsm.CauseWatchListOpened:
@@ -37,7 +37,7 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, out *[
 			discardStaged(s, out)
 			s.ListContinue = ""
 		}
-		m.backoff(s, e, cause, s.State, out)
+		m.backoff(s, e, row, out)
 	case fsm.CauseInitialEvent:
 		if e.Type != fsm.Bookmark {
 			s.Staged++
@@ -54,11 +54,11 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, out *[
 
 	case fsm.CauseTooManyRequests, fsm.CauseConnectFailed, fsm.CauseStreamEndedQuickly:
 		m.watchFailed(s, e, out)
-		m.backoff(s, e, cause, fsm.Watching, out)
+		m.backoff(s, e, row, out)
 	case fsm.CauseInternalErrorInWindow:
 		m.noteInternalError(s, e)
 		m.watchFailed(s, e, out)
-		m.backoff(s, e, cause, fsm.Watching, out)
+		m.backoff(s, e, row, out)
 	case fsm.CauseInternalErrorPastWindow:
 		// The streak is spent: relist. The completed LIST ends the streak, so a lasting outage
 		// costs one LIST per window, not one per error.
@@ -74,14 +74,14 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, out *[
 	case fsm.CauseExpiredAgain:
 		s.ExpiredStreak++
 		m.watchFailed(s, e, out)
-		m.backoff(s, e, cause, fsm.Relisting, out)
+		m.backoff(s, e, row, out)
 	case fsm.CauseTooLargeRV:
 		s.RVUnusable = true
 		m.watchFailed(s, e, out)
 		m.startListing(s, out)
 	case fsm.CauseWatchRejected:
 		m.watchFailed(s, e, out)
-		m.backoff(s, e, cause, fsm.Relisting, out)
+		m.backoff(s, e, row, out)
 
 	case fsm.CauseRetryWatch:
 		s.Timer = 0

@@ -10,6 +10,9 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 )
 
+// FuzzClassify reads arbitrary Status bodies, codes and Retry-After values as the driver would
+// hand them over: classification must never panic, a Retry-After must never come out negative,
+// and the answers apimachinery is sure of must hold.
 func FuzzClassify(f *testing.F) {
 	f.Add([]byte(`{"kind":"Status","code":429,"reason":"TooManyRequests","details":{"retryAfterSeconds":3}}`), 429, int64(0))
 	f.Add([]byte(`{"code":410,"reason":"Expired"}`), 0, int64(-5))

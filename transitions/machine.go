@@ -1,8 +1,6 @@
 package transitions
 
 import (
-	"fmt"
-
 	"github.com/rewatch/rewatch/backoff"
 	"github.com/rewatch/rewatch/fsm"
 )
@@ -45,20 +43,15 @@ func (m *Machine) Initial() fsm.Snapshot {
 // frame must cost a few nanoseconds: copying a snapshot and a command list by value per event
 // costs more than the decision itself (see Next for the value form).
 //
-// Events that belong to no current request or timer, and every event after Stopped, change
-// nothing and append nothing.
+// Events that belong to no current request or timer, events whose cause the table does not
+// permit in the current state, and every event after Stopped change nothing and append nothing.
 func (m *Machine) Step(s *fsm.Snapshot, e *fsm.Event, out []fsm.Command) []fsm.Command {
-	cause := m.cause(s, e)
-	if cause == fsm.NoCause {
+	row, ok := fsm.Lookup(s.State, m.cause(s, e))
+	if !ok {
 		return out
 	}
-	to, ok := fsm.Target(s.State, cause)
-	if !ok {
-		// cause() only yields causes the table permits in s.State; reaching this is a bug.
-		panic(fmt.Sprintf("transitions: %s --%s--> is not in the table", s.State, cause))
-	}
-	m.effects(s, e, cause, &out)
-	s.State, s.Cause = to, cause
+	m.effects(s, e, row, &out)
+	s.State, s.Cause = row.To, row.Cause
 	return out
 }
 
@@ -73,4 +66,10 @@ func emit(out *[]fsm.Command, c fsm.Command) { *out = append(*out, c) }
 
 // Classify returns the cause e would take in s, or fsm.NoCause when Step would ignore it. It
 // changes nothing; observers use it to label transitions.
-func (m *Machine) Classify(s *fsm.Snapshot, e *fsm.Event) fsm.Cause { return m.cause(s, e) }
+func (m *Machine) Classify(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
+	row, ok := fsm.Lookup(s.State, m.cause(s, e))
+	if !ok {
+		return fsm.NoCause
+	}
+	return row.Cause
+}

@@ -7,12 +7,13 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 )
 
-// backoff arms the timer that leads to next after the wait this failure calls for.
-func (m *Machine) backoff(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, next fsm.State, out *[]fsm.Command) {
-	d := m.delay(s, e, next)
-	s.Next = next
+// backoff arms the timer of a row into Backoff. Where the wait leads is the row's Then, kept
+// as Snapshot.Next, through which the timer's row is found when it fires.
+func (m *Machine) backoff(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
+	d := m.delay(s, e, row.Then)
+	s.Next = row.Then
 	s.Timer = m.nextID(s)
-	emit(out, fsm.Command{Kind: fsm.CmdArmTimer, Timer: s.Timer, Delay: d, Reason: cause})
+	emit(out, fsm.Command{Kind: fsm.CmdArmTimer, Timer: s.Timer, Delay: d, Reason: row.Cause})
 }
 
 // delay is the wait before the retry that leads to next (docs/semantics.md, "Waiting").

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rewatch/rewatch/diagrams"
 	"github.com/rewatch/rewatch/fsm"
 )
 
@@ -64,7 +65,8 @@ func TestSVGDrawsStatesAndLabels(t *testing.T) {
 		assert.True(t, drawn[st.String()], "state %s not drawn", st)
 	}
 	for _, row := range fsm.Table {
-		assert.True(t, drawn[row.Cause.Label()], "label %q of %s not drawn", row.Cause.Label(), row.Cause)
+		label := diagrams.EdgeLabel(row)
+		assert.True(t, drawn[label], "label %q of %s --%s--> not drawn", label, row.From, row.Cause)
 	}
 }
 

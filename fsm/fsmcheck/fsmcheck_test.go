@@ -88,3 +88,18 @@ func FuzzStep(f *testing.F) {
 // FuzzClassify reads arbitrary Status bodies, codes and Retry-After values as the driver would
 // hand them over: classification must never panic, a Retry-After must never come out negative,
 // and the answers apimachinery is sure of must hold.
+
+func TestCheckStepHoldsWaitsToTheirThen(t *testing.T) {
+	watching := fsm.Snapshot{State: fsm.Watching}
+	waiting := fsm.Snapshot{State: fsm.Backoff, Next: fsm.Watching}
+	require.NoError(t, fsmcheck.CheckStep(watching, fsm.CauseTooManyRequests, waiting))
+	relistLater := fsm.Snapshot{State: fsm.Backoff, Next: fsm.Relisting}
+	require.NoError(t, fsmcheck.CheckStep(watching, fsm.CauseWatchRejected, relistLater))
+
+	require.ErrorContains(t, fsmcheck.CheckStep(watching, fsm.CauseTooManyRequests, relistLater),
+		"waits to go on in Relisting, the table says Watching")
+	require.ErrorContains(t, fsmcheck.CheckStep(waiting, fsm.CauseRetryRelist, fsm.Snapshot{State: fsm.Relisting}),
+		"the wait was armed to lead to Watching")
+	require.NoError(t, fsmcheck.CheckStep(waiting, fsm.CauseStop, fsm.Snapshot{State: fsm.Stopped}))
+	require.ErrorContains(t, fsmcheck.CheckStep(watching, fsm.CauseListComplete, watching), "not permitted")
+}
