@@ -124,19 +124,26 @@ func TestPropertyOutageRequestsWithinClientGoSchedule(t *testing.T) {
 		b := backoff.Reflector()
 		b.Jitter = 0
 		f := newFailingWatch(t, transitions.Config{Backoff: b, Seed: 1})
+		// The n-th request fails after the same latency for both reflectors; latencies are
+		// drawn as either schedule first needs them, so each runs for the whole 10 minutes.
 		var latencies []time.Duration
-		for f.now.Sub(t0) < 10*time.Minute {
-			latency := rapid.SampledFrom([]time.Duration{0, 10 * time.Millisecond, time.Second, 5 * time.Second}).Draw(t, "latency")
-			latencies = append(latencies, latency)
+		latency := func(i int) time.Duration {
+			for len(latencies) <= i {
+				latencies = append(latencies, rapid.SampledFrom([]time.Duration{0, 10 * time.Millisecond, time.Second, 5 * time.Second}).Draw(t, "latency"))
+			}
+			return latencies[i]
+		}
+		end := t0.Add(10 * time.Minute)
+		for i := 0; f.now.Before(end); i++ {
 			failure := rapid.SampledFrom([]*fsm.Failure{
 				{Status: status(429, "TooManyRequests")}, {Transport: fsm.Refused}, {Code: 503},
 			}).Draw(t, "failure")
-			f.fail(latency, fsm.EvWatchOpenFailed, failure)
+			f.fail(latency(i), fsm.EvWatchOpenFailed, failure)
 		}
 		ours := f.requests[1:] // the first LIST is the same for both
-		theirs := clientGoSchedule(b, t0, latencies)
+		theirs := clientGoSchedule(b, t0, end, latency)
 		for _, at := range append(append([]time.Time{}, ours...), theirs...) {
-			if at.Sub(t0) < 3*time.Minute || at.Sub(t0) > 10*time.Minute {
+			if at.Sub(t0) < 3*time.Minute || at.After(end) {
 				continue
 			}
 			if n, m := countUntil(ours, at), countUntil(theirs, at); n > m {
@@ -147,15 +154,15 @@ func TestPropertyOutageRequestsWithinClientGoSchedule(t *testing.T) {
 	})
 }
 
-// clientGoSchedule is when client-go's reflector makes its requests after a LIST at start, with
-// the watch failing after latencies[i] each time.
-func clientGoSchedule(b backoff.Backoff, start time.Time, latencies []time.Duration) []time.Time {
+// clientGoSchedule is when client-go's reflector makes its requests until end, after a LIST at
+// start, with its i-th watch failing after latency(i).
+func clientGoSchedule(b backoff.Backoff, start, end time.Time, latency func(int) time.Duration) []time.Time {
 	initial, cur := b, b
 	lastReset, now := start, start
 	var out []time.Time
-	for _, l := range latencies {
+	for i := 0; !now.After(end); i++ {
 		out = append(out, now) // the watch request
-		now = now.Add(l)
+		now = now.Add(latency(i))
 		if now.Sub(lastReset) > backoff.ReflectorResetAfter {
 			cur, lastReset = initial, now
 		}
