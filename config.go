@@ -4,51 +4,39 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
-	"time"
 
-	"github.com/rewatch/rewatch/backoff"
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
 // Resource says what to list and watch.
-type Resource = driver.Resource
+type Resource = httpapi.Resource
 
 // Store is what the reflector keeps in sync; client-go's cache.Store satisfies it.
 type Store = driver.Store
 
-// Config configures a Reflector. Client, Server and Resource are required (FromRESTConfig
-// fills the first two); every other field has a default.
+// Connection is where the API server is and what to watch on it: Client, Server and Resource
+// (required; FromRESTConfig fills the first two), the Decoder, the User-Agent and the size
+// limits on LIST bodies and watch frames. It is the HTTP transport's own configuration.
+type Connection = httpapi.Config
+
+// Policy is how the reflector waits, retries, pages and times its watches (docs/semantics.md).
+// It is the machine's own configuration, and the journal header records it as it is.
+type Policy = transitions.Config
+
+// Config configures a Reflector. Its two embedded parts are the transport's and the machine's
+// configurations themselves, so every tunable of either is set here (cfg.Resource,
+// cfg.Backoff, cfg.QuickWatch, cfg.MaxFrameBytes, …); the rest is what only the façade adds.
+// Every field but Client, Server and Resource has a default.
 type Config struct {
-	Client   *http.Client
-	Server   string
-	Resource Resource
+	Connection
+	Policy
 
 	// Store defaults to a driver.MemStore.
 	Store Store
-	// Decoder defaults to unstructured objects; driver.Typed(scheme) gives typed ones.
-	Decoder driver.Decoder
-
-	// Backoff is the wait policy without Retry-After; default client-go's reflector backoff. It
-	// starts over on watch progress (docs/semantics.md, "Waiting").
-	Backoff backoff.Policy
-	// InternalErrorWindow and InternalErrorRewatches bound re-watching on InternalErrors: the
-	// reflector relists once a streak is that old (default 30 s) and has re-watched that often
-	// (default 3).
-	InternalErrorWindow    time.Duration
-	InternalErrorRewatches int
-	// ResumeRVLifetime caps a re-watch's wait while its resume RV is young (default 60 s).
-	ResumeRVLifetime time.Duration
-	// RetryAfterCap caps a server's Retry-After (default 5 min).
-	RetryAfterCap time.Duration
-	// PageSize is the LIST limit (default 500; negative: unpaginated).
-	PageSize int64
-	// WatchList streams the initial state (sendInitialEvents) with fallback to LIST.
-	WatchList bool
-	// Seed makes jitter reproducible; 0 draws one at New.
-	Seed uint64
-
+	// Clock is what every wait runs on; default the wall clock.
 	Clock clockx.Clock
 	// Logger receives the reflector's logs: every failure with the server's message, refusals
 	// (401/403/404, other 4xx) at warning level. Default slog.Default(); pass
@@ -60,7 +48,8 @@ type Config struct {
 	// server answered, so apierrors.IsNotFound, IsTooManyRequests and the like work on it, and
 	// a *fsm.TransportError otherwise. The reflector retries whatever the handler does.
 	WatchErrorHandler func(ctx context.Context, err error)
-	// Journal, when set, receives the event journal as JSON lines (docs/journal.md).
+	// Journal, when set, receives the event journal as JSON lines (docs/journal.md). A write
+	// error stops the reflector: Run returns it.
 	Journal io.Writer
 	// JournalFullCapture records whole objects in the journal, not only their keys.
 	JournalFullCapture bool

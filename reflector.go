@@ -12,41 +12,52 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/journal"
 	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
 // Reflector keeps a Store in sync with one resource of an API server.
 type Reflector struct {
 	cfg     Config
+	driver  driver.Config
 	machine *transitions.Machine
-	store   Store
 	count   *counter
 	running atomic.Bool
 }
 
-// New validates cfg and fills in defaults. Nothing is contacted until Run.
+// New validates all of cfg — the connection, the resource, the policy — and fills in defaults,
+// so that a configuration that cannot work fails here with every problem named, not at Run.
+// Nothing is contacted until Run.
 func New(cfg Config) (*Reflector, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64() // recorded in the journal header, so a replay uses the same jitter
 	}
-	m, err := transitions.New(transitions.Config{
-		Backoff: cfg.Backoff, InternalErrorWindow: cfg.InternalErrorWindow, InternalErrorRewatches: cfg.InternalErrorRewatches,
-		ResumeRVLifetime: cfg.ResumeRVLifetime, RetryAfterCap: cfg.RetryAfterCap, PageSize: cfg.PageSize, WatchList: cfg.WatchList, Seed: cfg.Seed,
-	})
+	if cfg.Connection.Clock == nil {
+		cfg.Connection.Clock = cfg.Clock
+	}
+	var errs []error
+	transport, err := httpapi.New(cfg.Connection)
 	if err != nil {
+		errs = append(errs, err)
+	}
+	m, err := transitions.New(cfg.Policy)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("rewatch: %w", err)
 	}
-	if cfg.Client == nil || cfg.Server == "" {
-		return nil, errors.New("rewatch: Client and Server are required (see FromRESTConfig)")
+	if cfg.Store == nil {
+		cfg.Store = driver.NewMemStore()
 	}
-	store := cfg.Store
-	if store == nil {
-		store = driver.NewMemStore()
+	r := &Reflector{cfg: cfg, machine: m, count: newCounter(cfg.Metrics, cfg.Store)}
+	r.driver = driver.Config{
+		Policy: m.Config(), Transport: transport, Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Checked: cfg.Checked,
 	}
-	return &Reflector{cfg: cfg, machine: m, store: store, count: newCounter(cfg.Metrics, store)}, nil
+	return r, nil
 }
 
 // Store is the store the reflector fills.
-func (r *Reflector) Store() Store { return r.store }
+func (r *Reflector) Store() Store { return r.cfg.Store }
 
 // Stats is a snapshot of what the reflector has done so far. Safe to call from any goroutine.
 func (r *Reflector) Stats() Stats { return r.count.snapshot() }
@@ -55,24 +66,13 @@ func (r *Reflector) Stats() Stats { return r.count.snapshot() }
 func (r *Reflector) HasSynced() bool { return r.Stats().Synced }
 
 // Run runs the reflector until ctx is done; then every wait and request is aborted and Run
-// returns nil. A Reflector runs once.
+// returns nil. It returns an error only when the reflector cannot go on: the store or the
+// journal failed. A Reflector runs once.
 func (r *Reflector) Run(ctx context.Context) (err error) {
 	if !r.running.CompareAndSwap(false, true) {
 		return errors.New("rewatch: Reflector.Run called twice")
 	}
-	dc := driver.Config{
-		Client: r.cfg.Client, Server: r.cfg.Server, Resource: r.cfg.Resource, Store: r.store,
-		Machine: r.machine, Clock: r.cfg.Clock, Decoder: r.cfg.Decoder, Logger: r.cfg.Logger, Checked: r.cfg.Checked,
-		Observer: driver.ObserverFunc(func(t driver.Transition) {
-			r.count.observe(t)
-			if r.cfg.OnTransition != nil {
-				r.cfg.OnTransition(t)
-			}
-			if h := r.cfg.WatchErrorHandler; h != nil && t.Event.Failure != nil && t.Cause != fsm.NoCause {
-				h(ctx, t.Event.Failure.Err())
-			}
-		}),
-	}
+	dc := r.driver
 	if r.cfg.Journal != nil {
 		started := time.Now()
 		if r.cfg.Clock != nil {
@@ -85,12 +85,21 @@ func (r *Reflector) Run(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("rewatch: %w", err)
 		}
-		dc.Journal = jw
+		dc.Observers = append(dc.Observers, jw)
 		defer func() {
 			if cerr := jw.Close(); err == nil {
 				err = cerr
 			}
 		}()
 	}
+	dc.Observers = append(dc.Observers, driver.ObserverFunc(func(t driver.Transition) {
+		r.count.observe(t)
+		if r.cfg.OnTransition != nil {
+			r.cfg.OnTransition(t)
+		}
+		if h := r.cfg.WatchErrorHandler; h != nil && t.Event.Failure != nil && t.Cause != fsm.NoCause {
+			h(ctx, t.Event.Failure.Err())
+		}
+	}))
 	return driver.Run(ctx, dc)
 }

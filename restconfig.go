@@ -7,10 +7,10 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// FromRESTConfig returns a Config whose Client and Server come from a client-go rest.Config,
-// so kubeconfig files, in-cluster config, exec plugins, client certificates and bearer tokens
-// all work as they do for kubectl. TLS verification stays as the rest.Config says (on unless
-// the kubeconfig itself asks for insecure-skip-tls-verify).
+// FromRESTConfig returns a Config whose Client, Server and UserAgent come from a client-go
+// rest.Config, so kubeconfig files, in-cluster config, exec plugins, client certificates and
+// bearer tokens all work as they do for kubectl. TLS verification stays as the rest.Config
+// says (on unless the kubeconfig itself asks for insecure-skip-tls-verify).
 func FromRESTConfig(rc *rest.Config) (Config, error) {
 	if rc == nil {
 		return Config{}, fmt.Errorf("rewatch: nil rest.Config")
@@ -26,5 +26,7 @@ func FromRESTConfig(rc *rest.Config) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("rewatch: server URL from rest.Config: %w", err)
 	}
-	return Config{Client: client, Server: strings.TrimSuffix(base.String(), "/")}, nil
+	return Config{Connection: Connection{
+		Client: client, Server: strings.TrimSuffix(base.String(), "/"), UserAgent: rc.UserAgent,
+	}}, nil
 }

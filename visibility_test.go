@@ -41,11 +41,12 @@ func faultyServer(t *testing.T) *faultproxy.Proxy {
 }
 
 func fastConfig(server string) rewatch.Config {
-	return rewatch.Config{
+	cfg := rewatch.Config{Connection: rewatch.Connection{
 		Client: &http.Client{}, Server: server,
 		Resource: rewatch.Resource{Version: "v1", Resource: "configmaps", Namespace: "default"},
-		Backoff:  backoff.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 1},
-	}
+	}}
+	cfg.Backoff = backoff.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 1}
+	return cfg
 }
 
 func runUntil(t *testing.T, r *rewatch.Reflector, cond func() bool) {

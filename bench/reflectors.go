@@ -68,8 +68,12 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 	switch variant {
 	case VariantRewatch, VariantRewatchCap5s:
 		cfg := rewatch.Config{
-			Client: &http.Client{Transport: rt}, Server: t.Server, Store: store, WatchList: t.WatchList, PageSize: t.PageSize, Journal: t.Journal,
-			Resource: rewatch.Resource{Group: t.GVR.Group, Version: t.GVR.Version, Resource: t.GVR.Resource, Namespace: t.Namespace},
+			Connection: rewatch.Connection{
+				Client: &http.Client{Transport: rt}, Server: t.Server,
+				Resource: rewatch.Resource{Group: t.GVR.Group, Version: t.GVR.Version, Resource: t.GVR.Resource, Namespace: t.Namespace},
+			},
+			Policy: rewatch.Policy{WatchList: t.WatchList, PageSize: t.PageSize},
+			Store:  store, Journal: t.Journal,
 		}
 		if variant == VariantRewatchCap5s {
 			b := backoff.Reflector()

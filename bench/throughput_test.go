@@ -83,8 +83,10 @@ func runUntil(b *testing.B, run func(ctx context.Context) error, done <-chan str
 
 // runRewatch runs rewatch with its defaults against the local server at url.
 func runRewatch(ctx context.Context, url string, store rewatch.Store) error {
-	r, err := rewatch.New(rewatch.Config{Client: &http.Client{}, Server: url, Store: store,
-		Resource: rewatch.Resource{Version: "v1", Resource: "configmaps", Namespace: "bench"}})
+	r, err := rewatch.New(rewatch.Config{
+		Connection: rewatch.Connection{Client: &http.Client{}, Server: url, Resource: rewatch.Resource{Version: "v1", Resource: "configmaps", Namespace: "bench"}},
+		Store:      store,
+	})
 	if err != nil {
 		return err
 	}

@@ -1,58 +1,54 @@
 package driver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/url"
 
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/fsm"
-	"github.com/rewatch/rewatch/journal"
 	"github.com/rewatch/rewatch/transitions"
 )
 
-// Config is what Run needs. Client, Server and Resource are required; the rest have defaults.
+// Config is what Run needs. Transport is required; the rest have defaults.
 type Config struct {
-	// Client performs every request; it carries TLS and authentication (see rest.HTTPClientFor).
-	// It must not have a Timeout: that would cut every watch stream.
-	Client *http.Client
-	// Server is the API server's base URL, e.g. https://127.0.0.1:6443.
-	Server   string
-	Resource Resource
+	// Policy is the machine's configuration: how it waits, retries and pages
+	// (docs/semantics.md). Run builds the machine from it.
+	Policy transitions.Config
+	// Transport is how requests reach the server: transport/httpapi speaks HTTP itself,
+	// transport/listwatch goes through a client-go ListerWatcher.
+	Transport Transport
 
 	// Store receives the objects. Default: a new MemStore.
 	Store Store
-	// Machine decides. Default: transitions with the default configuration.
-	Machine *transitions.Machine
 	// Clock is what timers run on. Default: the wall clock.
 	Clock clockx.Clock
-	// Decoder turns bodies into objects. Default: Unstructured().
-	Decoder Decoder
-	// MaxFrameBytes bounds one watch frame. Default 16 MiB, apimachinery's own decoder limit.
-	MaxFrameBytes int64
-	// MaxListBytes bounds one LIST response body. Default 2 GiB.
-	MaxListBytes int64
-	// Observer sees every transition, on the driver's goroutine: it must not block.
-	Observer Observer
-	// Journal, when set, records every event.
-	Journal *journal.Writer
+	// Observers see every transition, in order, on the driver's goroutine: they must not block.
+	// An observer's error stops the reflector, as a store's does (a journal that cannot be
+	// written is a run that can no longer be replayed).
+	Observers []Observer
 	// Logger receives structured logs. Default: slog.Default(), so that a failing reflector
 	// is never silent; slog.New(slog.DiscardHandler) silences it.
 	Logger *slog.Logger
 	// Checked validates every transition against the stateless machine built from fsm.Table.
 	Checked bool
-	// UserAgent is sent with every request. Default "rewatch".
-	UserAgent string
 }
 
-// Defaults for Config.
-const (
-	DefaultMaxFrameBytes = 16 << 20
-	DefaultMaxListBytes  = 2 << 30
-	DefaultUserAgent     = "rewatch"
-)
+// Transport performs the requests the machine asks for and reports what came back as events.
+// It decides nothing: a 429 is an EvWatchOpenFailed carrying the Status and the Retry-After,
+// whatever the machine then makes of it.
+type Transport interface {
+	// List performs the LIST page request c asks for and returns EvListPage or EvListFailed.
+	// ok is false when ctx ended first; the driver then reports nothing.
+	List(ctx context.Context, c fsm.Command) (e fsm.Event, ok bool)
+	// Watch opens the watch c asks for and emits EvWatchOpenFailed, or EvWatchOpened and then
+	// the stream's events, the last of which (EvWatchEnded or EvWatchError) ended it. It returns
+	// once the stream has ended, emit has returned false, or ctx is done.
+	Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool)
+	// String names what is watched, for logs.
+	String() string
+}
 
 // Transition is what an Observer sees: one event and what it did.
 type Transition struct {
@@ -67,52 +63,43 @@ type Transition struct {
 }
 
 // Observer is told of every event the machine takes.
-type Observer interface{ Observe(Transition) }
+type Observer interface{ Observe(Transition) error }
 
-// ObserverFunc adapts a function to Observer.
+// ObserverFunc adapts a function that cannot fail to Observer.
 type ObserverFunc func(Transition)
 
-func (f ObserverFunc) Observe(t Transition) { f(t) }
+func (f ObserverFunc) Observe(t Transition) error { f(t); return nil }
 
-func (c Config) withDefaults() (Config, error) {
+// Validate reports everything wrong with c at once, the machine's policy included.
+func (c Config) Validate() error {
 	var errs []error
-	if c.Client == nil {
-		errs = append(errs, errors.New("Client is nil"))
-	} else if c.Client.Timeout != 0 {
-		errs = append(errs, fmt.Errorf("Client has a Timeout (%v), which would cut every watch stream", c.Client.Timeout))
+	if c.Transport == nil {
+		errs = append(errs, errors.New("Transport is nil"))
 	}
-	if u, err := url.Parse(c.Server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("Server %q is not an http(s) URL", c.Server))
-	}
-	if err := c.Resource.validate(); err != nil {
+	if _, err := transitions.New(c.Policy); err != nil {
 		errs = append(errs, err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return c, fmt.Errorf("driver: invalid config: %w", err)
+	for i, o := range c.Observers {
+		if o == nil {
+			errs = append(errs, fmt.Errorf("Observers[%d] is nil", i))
+		}
 	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() (Config, *transitions.Machine, error) {
+	if err := c.Validate(); err != nil {
+		return c, nil, fmt.Errorf("driver: invalid config: %w", err)
+	}
+	m := transitions.MustNew(c.Policy)
 	if c.Store == nil {
 		c.Store = NewMemStore()
-	}
-	if c.Machine == nil {
-		c.Machine = transitions.MustNew(transitions.Config{})
 	}
 	if c.Clock == nil {
 		c.Clock = clockx.Real()
 	}
-	if c.Decoder == nil {
-		c.Decoder = Unstructured()
-	}
-	if c.MaxFrameBytes <= 0 {
-		c.MaxFrameBytes = DefaultMaxFrameBytes
-	}
-	if c.MaxListBytes <= 0 {
-		c.MaxListBytes = DefaultMaxListBytes
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.UserAgent == "" {
-		c.UserAgent = DefaultUserAgent
-	}
-	return c, nil
+	return c, m, nil
 }

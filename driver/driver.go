@@ -12,6 +12,7 @@ import (
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/fsm/fsmcheck"
+	"github.com/rewatch/rewatch/transitions"
 )
 
 // eventBuffer decouples the stream reader from the store: a burst of frames is decoded while
@@ -22,17 +23,18 @@ const eventBuffer = 1024
 // first error the store reported (the reflector stops then: a store that refuses objects
 // cannot be kept in sync).
 func Run(ctx context.Context, cfg Config) error {
-	cfg, err := cfg.withDefaults()
+	cfg, m, err := cfg.withDefaults()
 	if err != nil {
 		return err
 	}
-	d := &driver{cfg: cfg, events: make(chan fsm.Event, eventBuffer), base: ctx}
-	d.s = cfg.Machine.Initial()
+	d := &driver{cfg: cfg, m: m, events: make(chan fsm.Event, eventBuffer), base: ctx}
+	d.s = m.Initial()
 	return d.loop(ctx)
 }
 
 type driver struct {
 	cfg    Config
+	m      *transitions.Machine
 	s      fsm.Snapshot
 	out    []fsm.Command
 	events chan fsm.Event
@@ -77,7 +79,7 @@ func (d *driver) loop(ctx context.Context) error {
 // handle feeds one event to the machine and performs the commands it returns.
 func (d *driver) handle(e fsm.Event) {
 	e.Now = d.cfg.Clock.Now()
-	m := d.cfg.Machine
+	m := d.m
 	from := d.s.State
 	cause := m.Classify(&d.s, &e)
 	if d.cfg.Checked {
@@ -110,7 +112,7 @@ func (d *driver) handle(e fsm.Event) {
 func (d *driver) fail(err error) {
 	if d.err == nil {
 		d.err = err
-		d.cfg.Logger.Error("reflector stopping", "resource", d.cfg.Resource.String(), "err", err)
+		d.cfg.Logger.Error("reflector stopping", "resource", d.cfg.Transport.String(), "err", err)
 	}
 	if !d.stopped && d.s.State != fsm.Stopped {
 		d.handle(fsm.Event{Kind: fsm.EvStop})
@@ -119,14 +121,12 @@ func (d *driver) fail(err error) {
 }
 
 func (d *driver) record(e fsm.Event, from fsm.State, cause fsm.Cause) {
-	if j := d.cfg.Journal; j != nil {
-		if err := j.Write(e, from, d.s.State, cause, d.out); err != nil && d.err == nil {
-			d.err = fmt.Errorf("journal: %w", err)
+	t := Transition{Event: e, From: from, To: d.s.State, Cause: cause, Snapshot: d.s, Commands: d.out}
+	for _, o := range d.cfg.Observers {
+		if err := o.Observe(t); err != nil && d.err == nil {
+			d.err = fmt.Errorf("observer: %w", err)
 			defer d.fail(d.err)
 		}
-	}
-	if o := d.cfg.Observer; o != nil {
-		o.Observe(Transition{Event: e, From: from, To: d.s.State, Cause: cause, Snapshot: d.s, Commands: d.out})
 	}
 	if e.Kind == fsm.EvWatchEvent && cause == fsm.CauseWatchEvent {
 		return // the hot path logs nothing
@@ -136,7 +136,7 @@ func (d *driver) record(e fsm.Event, from fsm.State, cause fsm.Cause) {
 	if !log.Enabled(d.base, level) {
 		return
 	}
-	attrs := []any{"resource", d.cfg.Resource.String(), "event", e.Kind.String(), "from", from.String(), "to", d.s.State.String(), "cause", cause.String(), "rv", d.s.LastRV}
+	attrs := []any{"resource", d.cfg.Transport.String(), "event", e.Kind.String(), "from", from.String(), "to", d.s.State.String(), "cause", cause.String(), "rv", d.s.LastRV}
 	if e.Failure != nil {
 		attrs = append(attrs, "failure", e.Failure.String(), "message", e.Failure.Message)
 	}
@@ -155,9 +155,15 @@ func (d *driver) record(e fsm.Event, from fsm.State, cause fsm.Cause) {
 func (d *driver) exec(c *fsm.Command) error {
 	switch c.Kind {
 	case fsm.CmdListPage:
-		d.startRequest(c, d.list)
+		d.startRequest(c, func(ctx context.Context, c fsm.Command) {
+			if e, ok := d.cfg.Transport.List(ctx, c); ok {
+				d.send(ctx, e)
+			}
+		})
 	case fsm.CmdOpenWatch:
-		d.startRequest(c, d.watch)
+		d.startRequest(c, func(ctx context.Context, c fsm.Command) {
+			d.cfg.Transport.Watch(ctx, c, func(e fsm.Event) bool { return d.send(ctx, e) })
+		})
 	case fsm.CmdCancelRequest:
 		if c.Request == d.reqID {
 			d.abortRequest()

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/transport/httpapi"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/internal/faultproxy"
 	"github.com/rewatch/rewatch/sim"
@@ -42,7 +43,7 @@ func TestSyncsAndFollowsWrites(t *testing.T) {
 func TestTypedDecoderFillsAClientGoStore(t *testing.T) {
 	w := newWorld(t, 3)
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	w.run(func(c *driver.Config) { c.Store, c.Decoder = store, driver.Typed(scheme.Scheme) })
+	w.run(func(c *driver.Config, h *httpapi.Config) { c.Store, h.Decoder = store, httpapi.Typed(scheme.Scheme) })
 	require.Eventually(t, func() bool { return len(store.ListKeys()) == 3 }, 10*time.Second, 2*time.Millisecond)
 	obj, ok, err := store.GetByKey("default/cm-0")
 	require.NoError(t, err)

@@ -17,11 +17,12 @@ import (
 	"github.com/rewatch/rewatch/internal/faultproxy"
 	"github.com/rewatch/rewatch/sim"
 	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var configMaps = driver.Resource{Version: "v1", Resource: "configmaps"}
+var configMaps = httpapi.Resource{Version: "v1", Resource: "configmaps"}
 
 // world is a simulated API server behind a fault proxy, with a reflector run on a mock clock.
 type world struct {
@@ -53,26 +54,27 @@ func newWorld(t *testing.T, objects int) *world {
 	return &world{t: t, sim: s, proxy: p, clock: clockx.NewMock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), store: driver.NewMemStore()}
 }
 
-// run starts the reflector; stop ends it and checks it returned nil.
-func (w *world) run(mod func(*driver.Config)) {
+// run starts the reflector over the HTTP transport; stop ends it and checks it returned nil.
+func (w *world) run(mod func(*driver.Config, *httpapi.Config)) {
+	hc := httpapi.Config{Client: &http.Client{}, Server: w.proxy.URL(), Resource: configMaps, Clock: w.clock}
 	cfg := driver.Config{
-		Client:   &http.Client{},
-		Server:   w.proxy.URL(),
-		Resource: configMaps,
-		Store:    w.store,
-		Clock:    w.clock,
-		Machine:  transitions.MustNew(transitions.Config{Seed: 7}),
-		Checked:  true,
-		Observer: driver.ObserverFunc(func(tr driver.Transition) {
+		Policy:  transitions.Config{Seed: 7},
+		Store:   w.store,
+		Clock:   w.clock,
+		Checked: true,
+		Observers: []driver.Observer{driver.ObserverFunc(func(tr driver.Transition) {
 			tr.Commands = append([]fsm.Command(nil), tr.Commands...)
 			w.mu.Lock()
 			w.transitions = append(w.transitions, tr)
 			w.mu.Unlock()
-		}),
+		})},
 	}
 	if mod != nil {
-		mod(&cfg)
+		mod(&cfg, &hc)
 	}
+	tr, err := httpapi.New(hc)
+	require.NoError(w.t, err)
+	cfg.Transport = tr
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel, w.done = cancel, make(chan error, 1)
 	go func() { w.done <- driver.Run(ctx, cfg) }()

@@ -69,8 +69,11 @@ func newEnv(t *testing.T, b backend, gvr schema.GroupVersionResource, objects in
 func (e *env) start(mod func(*rewatch.Config)) {
 	e.t.Helper()
 	cfg := rewatch.Config{
-		Client: &http.Client{}, Server: e.proxy.URL(), Store: e.store, Checked: true,
-		Resource: rewatch.Resource{Group: e.gvr.Group, Version: e.gvr.Version, Resource: e.gvr.Resource, Namespace: e.ns},
+		Connection: rewatch.Connection{
+			Client: &http.Client{}, Server: e.proxy.URL(),
+			Resource: rewatch.Resource{Group: e.gvr.Group, Version: e.gvr.Version, Resource: e.gvr.Resource, Namespace: e.ns},
+		},
+		Store: e.store, Checked: true,
 		OnTransition: func(tr driver.Transition) {
 			if tr.Cause == fsm.CauseWatchEvent {
 				return

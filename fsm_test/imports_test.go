@@ -26,3 +26,31 @@ func TestCoreDependencies(t *testing.T) {
 		}
 	}
 }
+
+// docs/design.md "What each package may import": the driver runs the loop and nothing else. How
+// requests reach the server is a transport's business and the journal is one of its observers,
+// so the driver imports no net/http itself (apimachinery's error helpers do, which is why this
+// checks the driver's own imports for it) and links neither the journal, a transport nor
+// client-go.
+func TestDriverDependencies(t *testing.T) {
+	own := goList(t, "-f", "{{join .Imports \" \"}}", "./driver")
+	require.NotContains(t, own, "net/http", "the driver speaks HTTP itself")
+	deps := goList(t, "-deps", "./driver")
+	require.Contains(t, deps, "github.com/rewatch/rewatch/driver", "go list listed the driver")
+	for _, d := range deps {
+		for _, banned := range []string{"github.com/rewatch/rewatch/journal", "github.com/rewatch/rewatch/transport/", "k8s.io/client-go"} {
+			require.False(t, strings.HasPrefix(d, banned), "the driver depends on %s", d)
+		}
+	}
+}
+
+// goList runs go list in the library module with args and returns the words it printed.
+func goList(t *testing.T, args ...string) []string {
+	goBin, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command runs this check")
+	cmd := exec.Command(goBin, append([]string{"list"}, args...)...)
+	cmd.Dir = ".." // the library module, from this module's directory
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go list: %s", out)
+	return strings.Fields(string(out))
+}

@@ -26,32 +26,19 @@ type Header struct {
 	FullCapture bool `json:"fullCapture,omitempty"`
 }
 
-// ConfigRecord is transitions.Config in a serialisable form. A backoff policy other than
-// backoff.Backoff is recorded by its Go type name only; replaying needs it passed back in.
+// ConfigRecord is transitions.Config as the journal stores it: every field of the policy
+// itself, and the backoff by value when it is a backoff.Backoff. Any other backoff policy is
+// recorded by its Go type name only; replaying needs it passed back in.
 type ConfigRecord struct {
-	Backoff                *backoff.Backoff `json:"backoff,omitempty"`
-	BackoffPolicy          string           `json:"backoffPolicy,omitempty"`
-	InternalErrorWindow    time.Duration    `json:"internalErrorWindow"`
-	InternalErrorRewatches int              `json:"internalErrorRewatches"`
-	ResumeRVLifetime       time.Duration    `json:"resumeRVLifetime"`
-	RetryAfterCap          time.Duration    `json:"retryAfterCap"`
-	PageSize               int64            `json:"pageSize"`
-	QuickWatch             time.Duration    `json:"quickWatch"`
-	QuickEndsBeforeBackoff int              `json:"quickEndsBeforeBackoff"`
-	WatchTimeoutMin        time.Duration    `json:"watchTimeoutMin"`
-	WatchTimeoutMax        time.Duration    `json:"watchTimeoutMax"`
-	WatchList              bool             `json:"watchList,omitempty"`
-	Seed                   uint64           `json:"seed"`
+	transitions.Config
+	Backoff       *backoff.Backoff `json:"backoff,omitempty"`
+	BackoffPolicy string           `json:"backoffPolicy,omitempty"`
 }
 
 // RecordConfig captures a machine's effective configuration.
 func RecordConfig(c transitions.Config) ConfigRecord {
-	r := ConfigRecord{
-		InternalErrorWindow: c.InternalErrorWindow, InternalErrorRewatches: c.InternalErrorRewatches,
-		ResumeRVLifetime: c.ResumeRVLifetime, RetryAfterCap: c.RetryAfterCap,
-		PageSize: c.PageSize, QuickWatch: c.QuickWatch, QuickEndsBeforeBackoff: c.QuickEndsBeforeBackoff,
-		WatchTimeoutMin: c.WatchTimeoutMin, WatchTimeoutMax: c.WatchTimeoutMax, WatchList: c.WatchList, Seed: c.Seed,
-	}
+	r := ConfigRecord{Config: c}
+	r.Config.Backoff = nil
 	switch b := c.Backoff.(type) {
 	case backoff.Backoff:
 		r.Backoff = &b
@@ -64,14 +51,9 @@ func RecordConfig(c transitions.Config) ConfigRecord {
 	return r
 }
 
-// Config rebuilds the configuration. policy replaces a backoff that was not recorded by value.
-func (r ConfigRecord) Config(policy backoff.Policy) (transitions.Config, error) {
-	c := transitions.Config{
-		InternalErrorWindow: r.InternalErrorWindow, InternalErrorRewatches: r.InternalErrorRewatches,
-		ResumeRVLifetime: r.ResumeRVLifetime, RetryAfterCap: r.RetryAfterCap,
-		PageSize: r.PageSize, QuickWatch: r.QuickWatch, QuickEndsBeforeBackoff: r.QuickEndsBeforeBackoff,
-		WatchTimeoutMin: r.WatchTimeoutMin, WatchTimeoutMax: r.WatchTimeoutMax, WatchList: r.WatchList, Seed: r.Seed,
-	}
+// Policy rebuilds the configuration. policy replaces a backoff that was not recorded by value.
+func (r ConfigRecord) Policy(policy backoff.Policy) (transitions.Config, error) {
+	c := r.Config
 	switch {
 	case policy != nil:
 		c.Backoff = policy

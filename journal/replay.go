@@ -52,7 +52,7 @@ func Replay(r io.Reader, opts ReplayOptions) (fsm.Snapshot, error) {
 	if err != nil {
 		return fsm.Snapshot{}, err
 	}
-	cfg, err := jr.Header.Config.Config(opts.Backoff)
+	cfg, err := jr.Header.Config.Policy(opts.Backoff)
 	if err != nil {
 		return fsm.Snapshot{}, err
 	}

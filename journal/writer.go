@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
 )
 
@@ -34,6 +35,12 @@ func NewWriter(w io.Writer, h Header) (*Writer, error) {
 		return nil, fmt.Errorf("journal: write header: %w", err)
 	}
 	return jw, nil
+}
+
+// Observe records one transition, so that a Writer is one of the driver's observers; its error
+// stops the reflector (a run whose journal has a hole cannot be replayed).
+func (w *Writer) Observe(t driver.Transition) error {
+	return w.Write(t.Event, t.From, t.To, t.Cause, t.Commands)
 }
 
 // Write records e and the transition it caused. The first error sticks and is returned by

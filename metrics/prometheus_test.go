@@ -140,8 +140,10 @@ func TestAgreesWithStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := rewatch.New(rewatch.Config{Client: &http.Client{}, Server: url,
-		Resource: rewatch.Resource{Version: "v1", Resource: "configmaps"}, Metrics: p})
+	r, err := rewatch.New(rewatch.Config{
+		Connection: rewatch.Connection{Client: &http.Client{}, Server: url, Resource: rewatch.Resource{Version: "v1", Resource: "configmaps"}},
+		Metrics:    p,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,10 +70,12 @@ func newRig(t *testing.T, b backend, prefix string) *rig {
 func (r *rig) start(mod func(*rewatch.Config)) {
 	r.t.Helper()
 	cfg := rewatch.Config{
-		// The reflector's own client, as a user would build it: no timeout, and keep-alive.
-		Client: &http.Client{Transport: &http.Transport{}}, Server: r.gate.URL(), Store: r.store, Checked: true,
-		Resource:     rewatch.Resource{Version: "v1", Resource: "configmaps", Namespace: r.ns},
-		OnTransition: r.observe,
+		Connection: rewatch.Connection{
+			// The reflector's own client, as a user would build it: no timeout, and keep-alive.
+			Client: &http.Client{Transport: &http.Transport{}}, Server: r.gate.URL(),
+			Resource: rewatch.Resource{Version: "v1", Resource: "configmaps", Namespace: r.ns},
+		},
+		Store: r.store, Checked: true, OnTransition: r.observe,
 	}
 	if mod != nil {
 		mod(&cfg)

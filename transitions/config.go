@@ -3,48 +3,52 @@ package transitions
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/rewatch/rewatch/backoff"
 )
 
 // Config holds the reflector's tunables. The zero value of every field means "the default".
+// It is the one definition of the policy: the façade embeds it, the driver builds its machine
+// from it and the journal header records it as it is (the json tags are the journal's).
 type Config struct {
 	// Backoff is the wait before a retry when the server gave no Retry-After. Any policy works;
 	// the default is client-go's reflector backoff (800 ms, ×2, jitter 1.0, cap 30 s). It returns
 	// to its first step on watch progress; whatever it returns, no wait is shorter than MinWait.
-	Backoff backoff.Policy
+	Backoff backoff.Policy `json:"-"`
 	// InternalErrorWindow and InternalErrorRewatches bound a streak of InternalErrors: the
 	// reflector re-watches until the streak is at least InternalErrorWindow old (default 30 s)
 	// and has re-opened the watch at least InternalErrorRewatches times (default 3), then
 	// relists. Both bounds must be met, so neither long waits nor a burst of fast errors can
 	// keep a streak from its relist, or force one early.
-	InternalErrorWindow    time.Duration
-	InternalErrorRewatches int
+	InternalErrorWindow    time.Duration `json:"internalErrorWindow"`
+	InternalErrorRewatches int           `json:"internalErrorRewatches"`
 	// ResumeRVLifetime is how long after the resume RV last advanced a re-watch can count on
 	// the server still having it (the apiserver's watch cache keeps at least 75 s). While the RV
 	// is younger, a re-watch waits at most max(1 s, ResumeRVLifetime − age); once it is older,
 	// the backoff alone decides. Default 60 s.
-	ResumeRVLifetime time.Duration
+	ResumeRVLifetime time.Duration `json:"resumeRVLifetime"`
 	// RetryAfterCap caps a server's Retry-After, so that a hostile or broken value cannot park
 	// the reflector. Default 5 minutes.
-	RetryAfterCap time.Duration
+	RetryAfterCap time.Duration `json:"retryAfterCap"`
 	// PageSize is the LIST limit. Default 500; negative disables pagination.
-	PageSize int64
+	PageSize int64 `json:"pageSize"`
 	// QuickWatch: a watch that ends within this time having delivered nothing counts as a quick
 	// end. Default 1 s, like client-go.
-	QuickWatch time.Duration
+	QuickWatch time.Duration `json:"quickWatch"`
 	// QuickEndsBeforeBackoff: this many consecutive quick ends back off instead of re-watching
 	// at once. Default 2.
-	QuickEndsBeforeBackoff int
+	QuickEndsBeforeBackoff int `json:"quickEndsBeforeBackoff"`
 	// WatchTimeoutMin and WatchTimeoutMax bound the randomised timeoutSeconds of each watch
 	// (client-go: [5 min, 10 min)).
-	WatchTimeoutMin, WatchTimeoutMax time.Duration
+	WatchTimeoutMin time.Duration `json:"watchTimeoutMin"`
+	WatchTimeoutMax time.Duration `json:"watchTimeoutMax"`
 	// WatchList opens the initial state as a watch-list stream (sendInitialEvents=true) and falls
 	// back to LIST when the server does not support it.
-	WatchList bool
+	WatchList bool `json:"watchList,omitempty"`
 	// Seed seeds the jitter source. Runs with the same seed and events make the same decisions.
-	Seed uint64
+	Seed uint64 `json:"seed"`
 }
 
 // Defaults of Config.
@@ -89,6 +93,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.InternalErrorRewatches = DefaultInternalErrorRewatches
 	}
 	var errs []error
+	if v := reflect.ValueOf(c.Backoff); isNilPointer(v) {
+		errs = append(errs, fmt.Errorf("Backoff is a nil %s; leave it unset for the default", v.Type()))
+	}
 	for _, f := range []struct {
 		name string
 		d    time.Duration
@@ -114,6 +121,16 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("transitions: invalid config: %w", err)
 	}
 	return c, nil
+}
+
+// isNilPointer catches a policy that is an interface holding a nil pointer (or map, func…),
+// which would panic at the first wait rather than here.
+func isNilPointer(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Interface, reflect.Slice, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
 }
 
 func setDefault(d *time.Duration, def time.Duration) {

@@ -190,9 +190,12 @@ func demo(ctx context.Context, o demoOptions, stdout io.Writer) (err error) {
 		defer journalFile.Close()
 	}
 	cfg := rewatch.Config{
-		Client: &http.Client{Transport: clientTransport}, Server: d.proxy.URL(),
-		Resource: rewatch.Resource{Version: sim.ConfigMaps.Version, Resource: sim.ConfigMaps.Resource},
-		Seed:     o.seed, OnTransition: d.observe,
+		Connection: rewatch.Connection{
+			Client: &http.Client{Transport: clientTransport}, Server: d.proxy.URL(),
+			Resource: rewatch.Resource{Version: sim.ConfigMaps.Version, Resource: sim.ConfigMaps.Resource},
+		},
+		Policy:       rewatch.Policy{Seed: o.seed},
+		OnTransition: d.observe,
 	}
 	o.tun.apply(&cfg)
 	d.store = driver.NewMemStore()

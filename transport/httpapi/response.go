@@ -1,4 +1,4 @@
-package driver
+package httpapi
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/retry"
+	"github.com/rewatch/rewatch/transport"
 )
 
 // maxErrorBody bounds how much of a non-2xx body is read: a Status is small, an HTML error
@@ -57,9 +58,7 @@ func decodeStatus(b []byte) (*metav1.Status, bool) {
 }
 
 // transportFailure translates an error from the HTTP client or the body.
-func transportFailure(err error) *fsm.Failure {
-	return &fsm.Failure{Transport: transportOf(err), Message: err.Error()}
-}
+func transportFailure(err error) *fsm.Failure { return transport.Failure(err) }
 
 // asDecodeError marks errors that mean "the bytes were wrong" rather than "the connection
 // broke", so the machine treats them like an InternalError and not like a stream end.

@@ -1,4 +1,4 @@
-package driver
+package httpapi
 
 import (
 	"context"
@@ -9,6 +9,6 @@ import (
 
 // DecodeStreamForTest exposes the frame decoder to the fuzz target.
 func DecodeStreamForTest(body io.ReadCloser, maxFrame int64, emit func(fsm.Event) bool) {
-	d := &driver{cfg: Config{Decoder: Unstructured(), MaxFrameBytes: maxFrame}}
-	d.decodeStream(context.Background(), body, 1, emit)
+	t := &Transport{cfg: Config{Decoder: Unstructured(), MaxFrameBytes: maxFrame}}
+	t.decodeStream(context.Background(), body, 1, emit)
 }

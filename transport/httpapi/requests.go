@@ -1,4 +1,4 @@
-package driver
+package httpapi
 
 import (
 	"context"
@@ -20,76 +20,71 @@ import (
 // initialEventsEnd is the annotation on the bookmark that ends a watch-list's initial state.
 const initialEventsEnd = "k8s.io/initial-events-end"
 
-func (d *driver) get(ctx context.Context, c *fsm.Command) (*http.Response, error) {
-	u := d.cfg.Server + d.cfg.Resource.Path() + "?" + d.cfg.Resource.query(c).Encode()
+func (t *Transport) get(ctx context.Context, c *fsm.Command) (*http.Response, error) {
+	u := t.path + "?" + t.cfg.Resource.query(c).Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", d.cfg.UserAgent)
-	return d.cfg.Client.Do(req)
+	req.Header.Set("User-Agent", t.cfg.UserAgent)
+	return t.cfg.Client.Do(req)
 }
 
-// list performs one LIST page request.
-func (d *driver) list(ctx context.Context, c fsm.Command) {
-	failed := func(f *fsm.Failure) { d.send(ctx, fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: f}) }
-	resp, err := d.get(ctx, &c)
+// List performs the LIST page request c asks for and returns what came back: EvListPage or
+// EvListFailed. ok is false when ctx ended first; then there is nothing to report.
+func (t *Transport) List(ctx context.Context, c fsm.Command) (e fsm.Event, ok bool) {
+	failed := func(f *fsm.Failure) (fsm.Event, bool) {
+		return fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: f}, ctx.Err() == nil
+	}
+	resp, err := t.get(ctx, &c)
 	if err != nil {
-		if ctx.Err() == nil {
-			failed(transportFailure(err))
-		}
-		return
+		return failed(transportFailure(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		failed(failureFromResponse(resp, d.cfg.Clock.Now()))
-		return
+		return failed(failureFromResponse(resp, t.cfg.Clock.Now()))
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, d.cfg.MaxListBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, t.cfg.MaxListBytes+1))
 	switch {
-	case ctx.Err() != nil:
-		return
 	case err != nil:
-		failed(transportFailure(err))
-		return
-	case int64(len(body)) > d.cfg.MaxListBytes:
-		failed(transportFailure(&fsm.DecodeError{Err: fmt.Errorf("LIST response exceeds %d bytes", d.cfg.MaxListBytes)}))
-		return
+		return failed(transportFailure(err))
+	case int64(len(body)) > t.cfg.MaxListBytes:
+		return failed(transportFailure(&fsm.DecodeError{Err: fmt.Errorf("LIST response exceeds %d bytes", t.cfg.MaxListBytes)}))
 	}
-	items, rv, cont, err := d.cfg.Decoder.DecodeList(body)
+	items, rv, cont, err := t.cfg.Decoder.DecodeList(body)
 	if err != nil {
-		failed(transportFailure(&fsm.DecodeError{Err: fmt.Errorf("LIST response: %w (%s)", err, printable(body, 80))}))
-		return
+		return failed(transportFailure(&fsm.DecodeError{Err: fmt.Errorf("LIST response: %w (%s)", err, printable(body, 80))}))
 	}
-	d.send(ctx, fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: rv, Continue: cont, Items: items, ItemCount: len(items)})
+	return fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: rv, Continue: cont, Items: items, ItemCount: len(items)}, ctx.Err() == nil
 }
 
-// watch opens a watch stream and turns its frames into events until it ends.
-func (d *driver) watch(ctx context.Context, c fsm.Command) {
-	resp, err := d.get(ctx, &c)
+// Watch opens the watch c asks for and emits what happens — EvWatchOpenFailed, or EvWatchOpened
+// and then the stream's events — until the stream ends, emit returns false or ctx is done.
+func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
+	resp, err := t.get(ctx, &c)
 	if err != nil {
 		if ctx.Err() == nil {
-			d.send(ctx, fsm.Event{Kind: fsm.EvWatchOpenFailed, Request: c.Request, Failure: transportFailure(err)})
+			emit(fsm.Event{Kind: fsm.EvWatchOpenFailed, Request: c.Request, Failure: transportFailure(err)})
 		}
 		return
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		d.send(ctx, fsm.Event{Kind: fsm.EvWatchOpenFailed, Request: c.Request, Failure: failureFromResponse(resp, d.cfg.Clock.Now())})
+		emit(fsm.Event{Kind: fsm.EvWatchOpenFailed, Request: c.Request, Failure: failureFromResponse(resp, t.cfg.Clock.Now())})
 		return
 	}
-	if !d.send(ctx, fsm.Event{Kind: fsm.EvWatchOpened, Request: c.Request}) {
+	if !emit(fsm.Event{Kind: fsm.EvWatchOpened, Request: c.Request}) {
 		return
 	}
-	d.decodeStream(ctx, resp.Body, c.Request, func(e fsm.Event) bool { return d.send(ctx, e) })
+	t.decodeStream(ctx, resp.Body, c.Request, emit)
 }
 
 // decodeStream turns the frames of a watch body into events for emit until the stream ends,
 // emit refuses, or ctx is done. The last event it emits is the one that ended the stream
 // (EvWatchEnded or EvWatchError), unless ctx ended it.
-func (d *driver) decodeStream(ctx context.Context, body io.ReadCloser, request uint64, emit func(fsm.Event) bool) {
-	lim := &frameLimiter{r: body, max: d.cfg.MaxFrameBytes}
+func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, request uint64, emit func(fsm.Event) bool) {
+	lim := &frameLimiter{r: body, max: t.cfg.MaxFrameBytes}
 	dec := streaming.NewDecoder(framer.NewJSONFramedReader(lim), watchEventDecoder{})
 	defer dec.Close()
 	for {
@@ -107,7 +102,7 @@ func (d *driver) decodeStream(ctx context.Context, body io.ReadCloser, request u
 			emit(fsm.Event{Kind: fsm.EvWatchEnded, Request: request, Failure: f})
 			return
 		}
-		e, ok := d.frameEvent(&we, request)
+		e, ok := t.frameEvent(&we, request)
 		if !emit(e) || !ok {
 			return
 		}
@@ -115,7 +110,7 @@ func (d *driver) decodeStream(ctx context.Context, body io.ReadCloser, request u
 }
 
 // frameEvent translates one frame. ok is false when the stream must end after it.
-func (d *driver) frameEvent(we *metav1.WatchEvent, request uint64) (fsm.Event, bool) {
+func (t *Transport) frameEvent(we *metav1.WatchEvent, request uint64) (fsm.Event, bool) {
 	e := fsm.Event{Kind: fsm.EvWatchEvent, Request: request}
 	ended := func(err error) (fsm.Event, bool) {
 		return fsm.Event{Kind: fsm.EvWatchEnded, Request: request, Failure: transportFailure(&fsm.DecodeError{Err: err})}, false
@@ -139,7 +134,7 @@ func (d *driver) frameEvent(we *metav1.WatchEvent, request uint64) (fsm.Event, b
 	default:
 		return ended(fmt.Errorf("unknown watch event type %q", printable([]byte(we.Type), 40)))
 	}
-	obj, err := d.cfg.Decoder.DecodeObject(we.Object.Raw)
+	obj, err := t.cfg.Decoder.DecodeObject(we.Object.Raw)
 	if err != nil {
 		return ended(fmt.Errorf("%s object: %w", we.Type, err))
 	}

@@ -1,4 +1,4 @@
-package driver
+package httpapi
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path"
 	"strconv"
+	"strings"
 
 	"github.com/rewatch/rewatch/fsm"
 )
@@ -31,7 +32,7 @@ func (r Resource) validate() error {
 		errs = append(errs, errors.New("resource name is empty (e.g. configmaps)"))
 	}
 	for _, s := range []string{r.Group, r.Version, r.Resource, r.Namespace} {
-		if s != path.Clean("/" + s)[1:] || len(s) > 253 {
+		if s != path.Clean("/" + s)[1:] || strings.Contains(s, "/") || len(s) > 253 {
 			errs = append(errs, fmt.Errorf("%q is not a valid path segment", s))
 		}
 	}

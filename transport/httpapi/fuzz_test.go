@@ -1,12 +1,12 @@
-package driver_test
+package httpapi_test
 
 import (
 	"bytes"
 	"io"
 	"testing"
 
-	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
 // FuzzWatchStream feeds arbitrary bytes to the watch-frame decoder: it must never panic, must
@@ -26,7 +26,7 @@ func FuzzWatchStream(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var events []fsm.Event
-		driver.DecodeStreamForTest(io.NopCloser(bytes.NewReader(body)), 4096, func(e fsm.Event) bool {
+		httpapi.DecodeStreamForTest(io.NopCloser(bytes.NewReader(body)), 4096, func(e fsm.Event) bool {
 			events = append(events, e)
 			return true
 		})

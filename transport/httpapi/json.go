@@ -1,4 +1,4 @@
-package driver
+package httpapi
 
 import (
 	kjson "sigs.k8s.io/json"

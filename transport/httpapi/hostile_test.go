@@ -1,4 +1,4 @@
-package driver_test
+package httpapi_test
 
 import (
 	"context"
@@ -12,12 +12,17 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
-	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/transport/httpapi"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var configMaps = httpapi.Resource{Version: "v1", Resource: "configmaps"}
 
 const oneItemList = `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"default","resourceVersion":"9"}}]}`
 
@@ -67,18 +72,23 @@ type hostileRun struct {
 	stop  func()
 }
 
-func runAgainst(t *testing.T, h http.Handler, mod func(*driver.Config)) *hostileRun {
+func runAgainst(t *testing.T, h http.Handler, mod func(*httpapi.Config)) *hostileRun {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	r := &hostileRun{clock: clockx.NewMock(time.Unix(0, 0)), seen: make(chan driver.Transition, 1000)}
-	cfg := driver.Config{
-		Client: &http.Client{}, Server: srv.URL, Resource: configMaps, Clock: r.clock, Checked: true,
-		Machine:  transitions.MustNew(transitions.Config{}),
-		Observer: driver.ObserverFunc(func(tr driver.Transition) { tr.Commands = append([]fsm.Command(nil), tr.Commands...); r.seen <- tr }),
-	}
+	hc := httpapi.Config{Client: &http.Client{}, Server: srv.URL, Resource: configMaps, Clock: r.clock}
 	if mod != nil {
-		mod(&cfg)
+		mod(&hc)
+	}
+	transport, err := httpapi.New(hc)
+	require.NoError(t, err)
+	cfg := driver.Config{
+		Transport: transport, Clock: r.clock, Checked: true,
+		Observers: []driver.Observer{driver.ObserverFunc(func(tr driver.Transition) {
+			tr.Commands = append([]fsm.Command(nil), tr.Commands...)
+			r.seen <- tr
+		})},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -135,7 +145,7 @@ func TestHostileWatchFrames(t *testing.T) {
 		"oversized frame":        frames(huge),
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := runAgainst(t, &scripted{watch: []func(http.ResponseWriter){watch, hang}}, func(c *driver.Config) { c.MaxFrameBytes = 16 << 10 })
+			r := runAgainst(t, &scripted{watch: []func(http.ResponseWriter){watch, hang}}, func(c *httpapi.Config) { c.MaxFrameBytes = 16 << 10 })
 			tr := r.waitCause(t, fsm.CauseInternalErrorInWindow)
 			require.NotNil(t, tr.Event.Failure)
 			require.NotEmpty(t, tr.Event.Failure.Message, "the log line must say what was wrong")

@@ -1,0 +1,114 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/rewatch/rewatch/clockx"
+)
+
+// Config says where the server is and what to list and watch. Client, Server and Resource
+// are required; the rest have defaults.
+type Config struct {
+	// Client performs every request; it carries TLS and authentication (see rest.HTTPClientFor).
+	// It must not have a Timeout: that would cut every watch stream.
+	Client *http.Client
+	// Server is the API server's base URL, e.g. https://127.0.0.1:6443.
+	Server   string
+	Resource Resource
+
+	// Decoder turns bodies into objects. Default: Unstructured().
+	Decoder Decoder
+	// MaxFrameBytes bounds one watch frame. Default 16 MiB, apimachinery's own decoder limit.
+	MaxFrameBytes int64
+	// MaxListBytes bounds one LIST response body. Default 2 GiB.
+	MaxListBytes int64
+	// UserAgent is sent with every request. Default "rewatch".
+	UserAgent string
+	// Clock turns a Retry-After HTTP-date into a wait. Default: the wall clock.
+	Clock clockx.Clock
+}
+
+// Defaults for Config.
+const (
+	DefaultMaxFrameBytes = 16 << 20
+	DefaultMaxListBytes  = 2 << 30
+	DefaultUserAgent     = "rewatch"
+)
+
+// Validate reports everything wrong with c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Client == nil {
+		errs = append(errs, errors.New("Client is nil"))
+	} else if c.Client.Timeout != 0 {
+		errs = append(errs, fmt.Errorf("Client has a Timeout (%v), which would cut every watch stream", c.Client.Timeout))
+	}
+	if u, err := url.Parse(c.Server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("Server %q is not an http(s) URL", c.Server))
+	} else if u.RawQuery != "" || u.Fragment != "" {
+		errs = append(errs, fmt.Errorf("Server %q has a query or fragment", c.Server))
+	}
+	if err := c.Resource.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, f := range []struct {
+		name string
+		n    int64
+	}{{"MaxFrameBytes", c.MaxFrameBytes}, {"MaxListBytes", c.MaxListBytes}} {
+		if f.n < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %d", f.name, f.n))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Decoder == nil {
+		c.Decoder = Unstructured()
+	}
+	if c.MaxFrameBytes == 0 {
+		c.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if c.MaxListBytes == 0 {
+		c.MaxListBytes = DefaultMaxListBytes
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = DefaultUserAgent
+	}
+	if c.Clock == nil {
+		c.Clock = clockx.Real()
+	}
+	return c
+}
+
+// Transport performs the driver's requests over HTTP. It is safe for the one request at a
+// time the driver makes.
+type Transport struct {
+	cfg  Config
+	path string
+}
+
+// New validates cfg and fills in its defaults.
+func New(cfg Config) (*Transport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("httpapi: invalid config: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	return &Transport{cfg: cfg, path: trimSlash(cfg.Server) + cfg.Resource.Path()}, nil
+}
+
+// String names the resource, for logs.
+func (t *Transport) String() string { return t.cfg.Resource.String() }
+
+// Config is the transport's effective configuration.
+func (t *Transport) Config() Config { return t.cfg }
+
+func trimSlash(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
+}

@@ -1,0 +1,6 @@
+// Package httpapi is the reflector's HTTP transport: it speaks to a Kubernetes API server
+// directly, one GET per LIST page or watch, and reports what came back — pages, watch frames,
+// Status bodies, Retry-After headers, connection failures — as typed fsm events. Like every
+// transport it reports facts and decides nothing; what a failure means is package transitions'
+// business (docs/semantics.md).
+package httpapi

@@ -1,0 +1,183 @@
+package listwatch
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transport"
+)
+
+// initialEventsEnd is the annotation on the bookmark that ends a watch-list's initial state.
+const initialEventsEnd = "k8s.io/initial-events-end"
+
+// Transport performs the driver's requests through a ListerWatcher.
+type Transport struct {
+	lw   cache.ListerWatcherWithContext
+	name string
+	// Selectors are added to every request, as a factory's TweakListOptions would.
+	tweak func(*metav1.ListOptions)
+}
+
+// Option changes a Transport.
+type Option func(*Transport)
+
+// WithTweakListOptions applies f to the options of every LIST and watch, after the machine's own
+// (resourceVersion, limit, continue, timeout, bookmarks) are set: for label or field selectors.
+func WithTweakListOptions(f func(*metav1.ListOptions)) Option {
+	return func(t *Transport) { t.tweak = f }
+}
+
+// New returns a transport over lw; name says what it watches, for logs. A ListerWatcher that
+// takes a context is used as one, so a stop aborts its requests; any other is wrapped as
+// client-go's reflector wraps it.
+func New(lw cache.ListerWatcher, name string, opts ...Option) (*Transport, error) {
+	if lw == nil {
+		return nil, fmt.Errorf("listwatch: nil ListerWatcher")
+	}
+	t := &Transport{lw: cache.ToListerWatcherWithContext(lw), name: name}
+	for _, o := range opts {
+		o(t)
+	}
+	return t, nil
+}
+
+// String names what is watched.
+func (t *Transport) String() string { return t.name }
+
+func (t *Transport) options(c *fsm.Command) metav1.ListOptions {
+	o := metav1.ListOptions{
+		ResourceVersion:      c.ResourceVersion,
+		ResourceVersionMatch: metav1.ResourceVersionMatch(c.Match),
+	}
+	switch c.Kind {
+	case fsm.CmdListPage:
+		o.Limit, o.Continue = c.Limit, c.Continue
+	case fsm.CmdOpenWatch:
+		o.Watch = true
+		o.AllowWatchBookmarks = c.Bookmarks
+		if c.TimeoutSeconds > 0 {
+			ts := c.TimeoutSeconds
+			o.TimeoutSeconds = &ts
+		}
+		if c.SendInitialEvents {
+			yes := true
+			o.SendInitialEvents = &yes
+		}
+	}
+	if t.tweak != nil {
+		t.tweak(&o)
+	}
+	return o
+}
+
+// List performs the LIST page request c asks for.
+func (t *Transport) List(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
+	obj, err := t.lw.ListWithContext(ctx, t.options(&c))
+	if err != nil {
+		return fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: transport.FromError(err)}, ctx.Err() == nil
+	}
+	failed := func(err error) (fsm.Event, bool) {
+		return fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: transport.Failure(&fsm.DecodeError{Err: err})}, ctx.Err() == nil
+	}
+	lm, err := meta.ListAccessor(obj)
+	if err != nil {
+		return failed(fmt.Errorf("LIST returned a %T, not a list: %w", obj, err))
+	}
+	objs, err := meta.ExtractList(obj)
+	if err != nil {
+		return failed(fmt.Errorf("LIST items: %w", err))
+	}
+	items := make([]any, len(objs))
+	for i, o := range objs {
+		items[i] = o
+	}
+	return fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: lm.GetResourceVersion(),
+		Continue: lm.GetContinue(), Items: items, ItemCount: len(items)}, ctx.Err() == nil
+}
+
+// Watch opens the watch c asks for and emits its events until the result channel closes, an
+// Error event ends it, emit refuses, or ctx is done.
+func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
+	w, err := t.lw.WatchWithContext(ctx, t.options(&c))
+	if err != nil {
+		if ctx.Err() == nil {
+			emit(fsm.Event{Kind: fsm.EvWatchOpenFailed, Request: c.Request, Failure: transport.FromError(err)})
+		}
+		return
+	}
+	defer w.Stop()
+	if !emit(fsm.Event{Kind: fsm.EvWatchOpened, Request: c.Request}) {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case we, open := <-w.ResultChan():
+			if !open {
+				if ctx.Err() == nil {
+					emit(fsm.Event{Kind: fsm.EvWatchEnded, Request: c.Request})
+				}
+				return
+			}
+			e, goOn := event(we, c.Request)
+			if !emit(e) || !goOn {
+				return
+			}
+		}
+	}
+}
+
+// event translates one watch event. goOn is false when the stream must end after it.
+func event(we watch.Event, request uint64) (e fsm.Event, goOn bool) {
+	ended := func(err error) (fsm.Event, bool) {
+		return fsm.Event{Kind: fsm.EvWatchEnded, Request: request, Failure: transport.Failure(&fsm.DecodeError{Err: err})}, false
+	}
+	e = fsm.Event{Kind: fsm.EvWatchEvent, Request: request}
+	switch we.Type {
+	case watch.Added:
+		e.Type = fsm.Added
+	case watch.Modified:
+		e.Type = fsm.Modified
+	case watch.Deleted:
+		e.Type = fsm.Deleted
+	case watch.Bookmark:
+		e.Type = fsm.Bookmark
+	case watch.Error:
+		if st, ok := we.Object.(*metav1.Status); ok {
+			return fsm.Event{Kind: fsm.EvWatchError, Request: request, Failure: &fsm.Failure{Status: st.DeepCopy(), Message: st.Message}}, false
+		}
+		return fsm.Event{Kind: fsm.EvWatchError, Request: request, Failure: &fsm.Failure{Transport: fsm.Decode,
+			Message: fmt.Sprintf("Error event carrying a %T, not a Status", we.Object)}}, false
+	default:
+		return ended(fmt.Errorf("unknown watch event type %q", we.Type))
+	}
+	if we.Object == nil {
+		return ended(fmt.Errorf("%s event without an object", we.Type))
+	}
+	m, err := meta.Accessor(we.Object)
+	if err != nil {
+		return ended(fmt.Errorf("%s object without metadata: %w", we.Type, err))
+	}
+	e.ResourceVersion = m.GetResourceVersion()
+	if e.Type == fsm.Bookmark {
+		e.InitialEventsEnd = m.GetAnnotations()[initialEventsEnd] == "true"
+		return e, true
+	}
+	if m.GetName() == "" {
+		return ended(fmt.Errorf("%s object without a name", we.Type))
+	}
+	e.Object = we.Object
+	if ns := m.GetNamespace(); ns != "" {
+		e.Key = ns + "/" + m.GetName()
+	} else {
+		e.Key = m.GetName()
+	}
+	return e, true
+}
