@@ -10,10 +10,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/rewatch/rewatch/driver"
-	"github.com/rewatch/rewatch/transport/httpapi"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/internal/faultproxy"
 	"github.com/rewatch/rewatch/sim"
+	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
 // client-go's stores plug in unchanged: the method sets match structurally.
@@ -24,100 +24,114 @@ var (
 )
 
 func TestSyncsAndFollowsWrites(t *testing.T) {
-	w := newWorld(t, 7)
-	w.run(nil)
-	w.synced()
-	_, err := w.sim.Create(sim.ConfigMaps, "default", "new", map[string]string{"x": "1"})
-	require.NoError(t, err)
-	_, err = w.sim.Update(sim.ConfigMaps, "default", "cm-0", map[string]string{"x": "2"})
-	require.NoError(t, err)
-	_, err = w.sim.Delete(sim.ConfigMaps, "default", "cm-1")
-	require.NoError(t, err)
-	w.synced()
-	lists, watches := w.proxy.Counts()
-	require.Equal(t, 1, lists)
-	require.Equal(t, 1, watches)
-	require.NoError(t, w.stop())
+	eachTransport(t, func(t *testing.T, kind transportKind) {
+		w := newWorld(t, kind, 7)
+		w.run(nil)
+		w.synced()
+		_, err := w.sim.Create(sim.ConfigMaps, "default", "new", map[string]string{"x": "1"})
+		require.NoError(t, err)
+		_, err = w.sim.Update(sim.ConfigMaps, "default", "cm-0", map[string]string{"x": "2"})
+		require.NoError(t, err)
+		_, err = w.sim.Delete(sim.ConfigMaps, "default", "cm-1")
+		require.NoError(t, err)
+		w.synced()
+		lists, watches := w.proxy.Counts()
+		require.Equal(t, 1, lists)
+		require.Equal(t, 1, watches)
+		require.NoError(t, w.stop())
+	})
 }
 
 func TestTypedDecoderFillsAClientGoStore(t *testing.T) {
-	w := newWorld(t, 3)
-	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	w.run(func(c *driver.Config, h *httpapi.Config) { c.Store, h.Decoder = store, httpapi.Typed(scheme.Scheme) })
-	require.Eventually(t, func() bool { return len(store.ListKeys()) == 3 }, 10*time.Second, 2*time.Millisecond)
-	obj, ok, err := store.GetByKey("default/cm-0")
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.IsType(t, &corev1.ConfigMap{}, obj)
-	require.Equal(t, "0", obj.(*corev1.ConfigMap).Data["i"])
+	eachTransport(t, func(t *testing.T, kind transportKind) {
+		w := newWorld(t, kind, 3)
+		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+		w.run(func(c *driver.Config, h *httpapi.Config) { c.Store, h.Decoder = store, httpapi.Typed(scheme.Scheme) })
+		require.Eventually(t, func() bool { return len(store.ListKeys()) == 3 }, 10*time.Second, 2*time.Millisecond)
+		obj, ok, err := store.GetByKey("default/cm-0")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.IsType(t, &corev1.ConfigMap{}, obj)
+		require.Equal(t, "0", obj.(*corev1.ConfigMap).Data["i"])
+	})
 }
 
 // docs/semantics.md "429 opening a watch": Backoff honouring Retry-After, then re-watch from the
 // last RV; no LIST.
 func Test429AtWatchStartRewatchesWithoutList(t *testing.T) {
-	w := newWorld(t, 5)
-	w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1,
-		Fault: faultproxy.Respond(faultproxy.TooManyRequests(7)).WithHeader("Retry-After", "7")})
-	w.run(nil)
-	require.Equal(t, 7*time.Second, w.waitTimer())
-	w.clock.Add(7 * time.Second)
-	w.waitState(fsm.Watching)
-	w.synced()
-	require.Eventually(t, func() bool { _, watches := w.proxy.Counts(); return watches == 2 }, 10*time.Second, time.Millisecond)
-	lists, _ := w.proxy.Counts()
-	require.Equal(t, 1, lists, "a 429 must not cause a LIST")
-	rvs := w.watchRVs()
-	require.Equal(t, rvs[0], rvs[1], "the re-watch resumes from the RV of the first")
+	eachTransport(t, func(t *testing.T, kind transportKind) {
+		w := newWorld(t, kind, 5)
+		w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1,
+			Fault: faultproxy.Respond(faultproxy.TooManyRequests(7)).WithHeader("Retry-After", "7")})
+		w.run(nil)
+		require.Equal(t, 7*time.Second, w.waitTimer())
+		w.clock.Add(7 * time.Second)
+		w.waitState(fsm.Watching)
+		w.synced()
+		require.Eventually(t, func() bool { _, watches := w.proxy.Counts(); return watches == 2 }, 10*time.Second, time.Millisecond)
+		lists, _ := w.proxy.Counts()
+		require.Equal(t, 1, lists, "a 429 must not cause a LIST")
+		rvs := w.watchRVs()
+		require.Equal(t, rvs[0], rvs[1], "the re-watch resumes from the RV of the first")
+	})
 }
 
 // docs/semantics.md "429 as a watch ERROR event": honours details.retryAfterSeconds; no LIST.
 func Test429ErrorEventHonoursRetryAfterSeconds(t *testing.T) {
-	w := newWorld(t, 2)
-	w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1,
-		Fault: faultproxy.WatchError(faultproxy.TooManyRequests(3)).AfterEvents(0).AfterDelay(10 * time.Millisecond)})
-	w.run(nil)
-	require.Equal(t, 3*time.Second, w.waitTimer())
-	w.clock.Add(3 * time.Second)
-	w.waitState(fsm.Watching)
-	lists, _ := w.proxy.Counts()
-	require.Equal(t, 1, lists)
-	require.Contains(t, w.causes(), fsm.CauseTooManyRequests)
+	eachTransport(t, func(t *testing.T, kind transportKind) {
+		w := newWorld(t, kind, 2)
+		w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1,
+			Fault: faultproxy.WatchError(faultproxy.TooManyRequests(3)).AfterEvents(0).AfterDelay(10 * time.Millisecond)})
+		w.run(nil)
+		require.Equal(t, 3*time.Second, w.waitTimer())
+		w.clock.Add(3 * time.Second)
+		w.waitState(fsm.Watching)
+		lists, _ := w.proxy.Counts()
+		require.Equal(t, 1, lists)
+		require.Contains(t, w.causes(), fsm.CauseTooManyRequests)
+	})
 }
 
 // docs/semantics.md "410 Gone / Expired": exactly one extra LIST, at the last RV.
 func TestExpiredRelistsOnceAtLastRV(t *testing.T) {
-	w := newWorld(t, 2)
-	w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1,
-		Fault: faultproxy.WatchError(faultproxy.Expired()).AfterDelay(10 * time.Millisecond)})
-	w.run(nil)
-	w.synced()
-	require.Eventually(t, func() bool { l, wt := w.proxy.Counts(); return l == 2 && wt == 2 }, 10*time.Second, 2*time.Millisecond)
-	reqs := w.proxy.Requests()
-	require.Equal(t, faultproxy.List, reqs[2].Kind)
-	require.Equal(t, reqs[1].Query.Get("resourceVersion"), reqs[2].Query.Get("resourceVersion"), "relist at the last RV, not \"\"")
+	eachTransport(t, func(t *testing.T, kind transportKind) {
+		w := newWorld(t, kind, 2)
+		w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1,
+			Fault: faultproxy.WatchError(faultproxy.Expired()).AfterDelay(10 * time.Millisecond)})
+		w.run(nil)
+		w.synced()
+		require.Eventually(t, func() bool { l, wt := w.proxy.Counts(); return l == 2 && wt == 2 }, 10*time.Second, 2*time.Millisecond)
+		reqs := w.proxy.Requests()
+		require.Equal(t, faultproxy.List, reqs[2].Kind)
+		require.Equal(t, reqs[1].Query.Get("resourceVersion"), reqs[2].Query.Get("resourceVersion"), "relist at the last RV, not \"\"")
+	})
 }
 
 // docs/semantics.md "stop": stopping during a 30 s backoff returns at once; goleak (TestMain)
 // proves nothing is left running.
 func TestStopDuringBackoffReturnsAtOnce(t *testing.T) {
-	w := newWorld(t, 1)
-	w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: -1, Fault: faultproxy.Respond(faultproxy.TooManyRequests(30)).WithHeader("Retry-After", "30")})
-	w.run(nil)
-	require.Equal(t, 30*time.Second, w.waitTimer())
-	start := time.Now()
-	require.NoError(t, w.stop())
-	require.Less(t, time.Since(start), time.Second)
-	require.Zero(t, w.clock.Armed(), "the backoff timer was not stopped")
+	eachTransport(t, func(t *testing.T, kind transportKind) {
+		w := newWorld(t, kind, 1)
+		w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: -1, Fault: faultproxy.Respond(faultproxy.TooManyRequests(30)).WithHeader("Retry-After", "30")})
+		w.run(nil)
+		require.Equal(t, 30*time.Second, w.waitTimer())
+		start := time.Now()
+		require.NoError(t, w.stop())
+		require.Less(t, time.Since(start), time.Second)
+		require.Zero(t, w.clock.Armed(), "the backoff timer was not stopped")
+	})
 }
 
 func TestStopMidWatchAndMidList(t *testing.T) {
-	w := newWorld(t, 1)
-	w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.List, Times: 1, Fault: faultproxy.Delay(time.Hour)})
-	w.run(nil)
-	require.Eventually(t, func() bool { return len(w.proxy.Requests()) == 1 }, 10*time.Second, time.Millisecond)
-	require.NoError(t, w.stop()) // mid-LIST
-	w2 := newWorld(t, 1)
-	w2.run(nil)
-	w2.synced()
-	require.NoError(t, w2.stop()) // mid-watch
+	eachTransport(t, func(t *testing.T, kind transportKind) {
+		w := newWorld(t, kind, 1)
+		w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.List, Times: 1, Fault: faultproxy.Delay(time.Hour)})
+		w.run(nil)
+		require.Eventually(t, func() bool { return len(w.proxy.Requests()) == 1 }, 10*time.Second, time.Millisecond)
+		require.NoError(t, w.stop()) // mid-LIST
+		w2 := newWorld(t, kind, 1)
+		w2.run(nil)
+		w2.synced()
+		require.NoError(t, w2.stop()) // mid-watch
+	})
 }

@@ -10,6 +10,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/driver"
@@ -18,15 +25,52 @@ import (
 	"github.com/rewatch/rewatch/sim"
 	"github.com/rewatch/rewatch/transitions"
 	"github.com/rewatch/rewatch/transport/httpapi"
+	"github.com/rewatch/rewatch/transport/listwatch"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var configMaps = httpapi.Resource{Version: "v1", Resource: "configmaps"}
 
+// transportKind is how the reflector under test reaches the server: both transports must pass
+// every scenario, since the machine behind them is the same.
+type transportKind string
+
+const (
+	viaHTTP      transportKind = "httpapi"
+	viaListWatch transportKind = "listwatch"
+)
+
+// eachTransport runs test once over each transport.
+func eachTransport(t *testing.T, test func(t *testing.T, kind transportKind)) {
+	for _, kind := range []transportKind{viaHTTP, viaListWatch} {
+		t.Run(string(kind), func(t *testing.T) { test(t, kind) })
+	}
+}
+
+// configMapListWatch is the ListerWatcher a client-go user would build for configmaps, with
+// the REST client's own retries off: with them on, client-go sleeps through a 429's Retry-After
+// on the wall clock inside the request, before the transport sees it.
+func configMapListWatch(t *testing.T, server string) cache.ListerWatcher {
+	rc, err := rest.RESTClientFor(&rest.Config{Host: server, APIPath: "/api", ContentConfig: rest.ContentConfig{
+		GroupVersion: &corev1.SchemeGroupVersion, NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
+	}})
+	require.NoError(t, err)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return rc.Get().Resource("configmaps").VersionedParams(&o, scheme.ParameterCodec).MaxRetries(0).Do(ctx).Get()
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.Watch = true
+			return rc.Get().Resource("configmaps").VersionedParams(&o, scheme.ParameterCodec).MaxRetries(0).Watch(ctx)
+		},
+	}
+}
+
 // world is a simulated API server behind a fault proxy, with a reflector run on a mock clock.
 type world struct {
 	t      *testing.T
+	kind   transportKind
 	sim    *sim.Server
 	proxy  *faultproxy.Proxy
 	clock  *clockx.Mock
@@ -38,7 +82,7 @@ type world struct {
 	transitions []driver.Transition
 }
 
-func newWorld(t *testing.T, objects int) *world {
+func newWorld(t *testing.T, kind transportKind, objects int) *world {
 	t.Helper()
 	s := sim.New(sim.Options{BookmarkInterval: time.Hour, TooLargeWait: 10 * time.Millisecond})
 	url, err := s.Start()
@@ -51,7 +95,7 @@ func newWorld(t *testing.T, objects int) *world {
 	p, err := faultproxy.New(faultproxy.Config{Upstream: url})
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
-	return &world{t: t, sim: s, proxy: p, clock: clockx.NewMock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), store: driver.NewMemStore()}
+	return &world{t: t, kind: kind, sim: s, proxy: p, clock: clockx.NewMock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), store: driver.NewMemStore()}
 }
 
 // run starts the reflector over the HTTP transport; stop ends it and checks it returned nil.
@@ -72,9 +116,16 @@ func (w *world) run(mod func(*driver.Config, *httpapi.Config)) {
 	if mod != nil {
 		mod(&cfg, &hc)
 	}
-	tr, err := httpapi.New(hc)
-	require.NoError(w.t, err)
-	cfg.Transport = tr
+	switch w.kind {
+	case viaHTTP:
+		tr, err := httpapi.New(hc)
+		require.NoError(w.t, err)
+		cfg.Transport = tr
+	case viaListWatch:
+		tr, err := listwatch.New(configMapListWatch(w.t, w.proxy.URL()), "configmaps")
+		require.NoError(w.t, err)
+		cfg.Transport = tr
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel, w.done = cancel, make(chan error, 1)
 	go func() { w.done <- driver.Run(ctx, cfg) }()
