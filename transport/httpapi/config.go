@@ -19,8 +19,12 @@ type Config struct {
 	Server   string
 	Resource Resource
 
-	// Decoder turns bodies into objects. Default: Unstructured().
+	// Decoder turns bodies into objects. Default: Unstructured(), or Metadata() with MetadataOnly.
 	Decoder Decoder
+	// MetadataOnly asks the server for metadata only (PartialObjectMetadata, as client-go's
+	// metadata informers do): a fraction of the bytes and memory for controllers that read no
+	// spec or data.
+	MetadataOnly bool
 	// MaxFrameBytes bounds one watch frame. Default 16 MiB, apimachinery's own decoder limit.
 	MaxFrameBytes int64
 	// MaxListBytes bounds one LIST response body. Default 2 GiB.
@@ -66,7 +70,11 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Decoder == nil {
+	switch {
+	case c.Decoder != nil:
+	case c.MetadataOnly:
+		c.Decoder = Metadata()
+	default:
 		c.Decoder = Unstructured()
 	}
 	if c.MaxFrameBytes == 0 {

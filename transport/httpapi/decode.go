@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -75,6 +76,32 @@ func (t typedDecoder) DecodeList(body []byte) ([]any, string, string, error) {
 func (t typedDecoder) DecodeObject(raw []byte) (any, error) {
 	obj, _, err := t.d.Decode(raw, nil, nil)
 	return obj, err
+}
+
+// Metadata decodes into *metav1.PartialObjectMetadata: what a server sends for a metadata-only
+// request, and what any object's JSON decodes to when only its metadata is kept.
+func Metadata() Decoder { return metadataDecoder{} }
+
+type metadataDecoder struct{}
+
+func (metadataDecoder) DecodeList(body []byte) ([]any, string, string, error) {
+	var l metav1.PartialObjectMetadataList
+	if err := jsonUnmarshalStrictCase(body, &l); err != nil {
+		return nil, "", "", err
+	}
+	items := make([]any, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items, l.ResourceVersion, l.Continue, nil
+}
+
+func (metadataDecoder) DecodeObject(raw []byte) (any, error) {
+	m := &metav1.PartialObjectMetadata{}
+	if err := jsonUnmarshalStrictCase(raw, m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // ErrFrameTooLarge ends a watch stream whose frame grows past Config.MaxFrameBytes.

@@ -26,9 +26,27 @@ func (t *Transport) get(ctx context.Context, c *fsm.Command) (*http.Response, er
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", t.accept(c))
 	req.Header.Set("User-Agent", t.cfg.UserAgent)
 	return t.cfg.Client.Do(req)
+}
+
+// Accept headers of metadata-only requests: the server answers with PartialObjectMetadata, as
+// it does for client-go's metadata client (a server that cannot falls back to plain JSON, which
+// decodes into the same types).
+const (
+	acceptMetadataList  = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+	acceptMetadataWatch = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+)
+
+func (t *Transport) accept(c *fsm.Command) string {
+	switch {
+	case !t.cfg.MetadataOnly:
+		return "application/json"
+	case c.Kind == fsm.CmdListPage:
+		return acceptMetadataList
+	}
+	return acceptMetadataWatch
 }
 
 // List performs the LIST page request c asks for and returns what came back: EvListPage or

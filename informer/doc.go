@@ -1,0 +1,22 @@
+// Package informer is rewatch as a client-go SharedIndexInformer: the interface controllers,
+// SharedInformerFactory and controller-runtime's cache already use, with rewatch's reflector
+// underneath (docs/semantics.md), so a 429, an InternalError or a dropped connection re-watches
+// from the last resourceVersion instead of listing everything again.
+//
+// What a handler sees follows client-go's informer:
+//
+//   - every handler has its own unbounded queue and goroutine, so a slow handler delays only
+//     itself, never the watch or the other handlers;
+//   - the initial state arrives as adds with isInInitialList true, and the registration's
+//     HasSynced turns true once its handler has been given all of them;
+//   - a relist (after a 410, say) is diffed against the indexer: adds for new keys, updates for
+//     every key still there, deletes for vanished keys as cache.DeletedFinalStateUnknown;
+//   - a handler added after the sync gets the indexer's current contents as adds (isInInitialList
+//     true);
+//   - resync delivers an update (old == new) for every cached object at the handler's period.
+//
+// Two transports feed it: a client-go ListerWatcher (NewSharedIndexInformer has
+// cache.NewSharedIndexInformer's signature, which is also controller-runtime's
+// cache.Options.NewInformer; NewInformerFunc is for SharedInformerFactory.InformerFor), and
+// rewatch's own HTTP transport (NewHTTP).
+package informer
