@@ -129,8 +129,8 @@ func name(obj any) string {
 }
 
 func (r *recorder) OnAdd(obj any, initial bool) { r.log("add %s initial=%v", name(obj), initial) }
-func (r *recorder) OnUpdate(old, obj any)        { r.log("update %s -> %s", name(old), name(obj)) }
-func (r *recorder) OnDelete(obj any)             { r.log("delete %s", name(obj)) }
+func (r *recorder) OnUpdate(old, obj any)       { r.log("update %s -> %s", name(old), name(obj)) }
+func (r *recorder) OnDelete(obj any)            { r.log("delete %s", name(obj)) }
 
 func (r *recorder) seen() []string {
 	r.mu.Lock()

@@ -152,5 +152,5 @@ type doneChecker struct {
 	done chan struct{}
 }
 
-func (d doneChecker) Name() string            { return d.name }
+func (d doneChecker) Name() string          { return d.name }
 func (d doneChecker) Done() <-chan struct{} { return d.done }
