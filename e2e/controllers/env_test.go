@@ -1,0 +1,133 @@
+package controllers
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/internal/testbackend"
+	"github.com/rewatch/rewatch/sim"
+)
+
+var shared testbackend.SharedReal
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	shared.Stop()
+	if code == 0 {
+		// The managers and factories were stopped: nothing of theirs may be left. Idle HTTP
+		// connections of client-go's transports and klog's flush daemon are not ours.
+		if err := goleak.Find(
+			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+			goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+			goleak.IgnoreAnyFunction("k8s.io/apimachinery/pkg/util/wait.BackoffUntil"),
+			goleak.IgnoreAnyFunction("k8s.io/client-go/util/workqueue.(*Typed[...]).updateUnfinishedWorkLoop"),
+			goleak.IgnoreAnyFunction("k8s.io/client-go/util/workqueue.(*delayingType[...]).waitingLoop"),
+		); err != nil {
+			os.Stderr.WriteString("goroutine leak: " + err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// forEachBackend runs a scenario on the simulator, when it can serve it, and on the real
+// kube-apiserver (which, under CI=true, fails rather than skips when it cannot start).
+// controller-runtime needs API discovery for its RESTMapper, which the simulator does not
+// serve, so its scenarios run on the real server alone.
+func forEachBackend(t *testing.T, withSim bool, scenario func(t *testing.T, b testbackend.Backend)) {
+	if withSim {
+		t.Run("sim", func(t *testing.T) {
+			b, err := testbackend.NewSim(sim.Options{BookmarkInterval: 2 * time.Second})
+			require.NoError(t, err)
+			t.Cleanup(b.Server.Close)
+			scenario(t, b)
+		})
+	}
+	t.Run("kube-apiserver", func(t *testing.T) { scenario(t, shared.Get(t)) })
+}
+
+var nsSeq atomic.Int64
+
+// namespace is a fresh namespace for one test on b.
+func namespace(t *testing.T, b testbackend.Backend, prefix string) string {
+	ns := fmt.Sprintf("%s-%d-%d", prefix, nsSeq.Add(1), time.Now().UnixNano()%100000)
+	require.NoError(t, b.EnsureNamespace(t.Context(), ns))
+	return ns
+}
+
+// proxied is a fault proxy in front of b, and a rest.Config through it: the proxy holds the
+// credentials upstream, so the config needs none.
+func proxied(t *testing.T, b testbackend.Backend) (*faultproxy.Proxy, *rest.Config) {
+	p, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport(), ForceJSON: true})
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p, &rest.Config{Host: p.URL(), QPS: 500, Burst: 1000}
+}
+
+// direct is a clientset that reaches b without the proxy, for the test's own writes and checks.
+func direct(t *testing.T, b testbackend.Backend) kubernetes.Interface {
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: b.URL(), Transport: b.Transport(), QPS: 500, Burst: 1000})
+	require.NoError(t, err)
+	return cs
+}
+
+// fullStateTransfers counts the requests for configmaps that ask for the whole state: a LIST
+// (its first page) or a watch-list (sendInitialEvents=true, which client-go v0.37 and
+// controller-runtime use by default in place of a LIST).
+func fullStateTransfers(p *faultproxy.Proxy) int {
+	n := 0
+	for _, r := range p.Requests() {
+		if !strings.HasSuffix(r.Path, "/configmaps") {
+			continue
+		}
+		switch {
+		case r.Kind == faultproxy.List && r.Query.Get("continue") == "":
+			n++
+		case r.Kind == faultproxy.Watch && r.Query.Get("sendInitialEvents") == "true":
+			n++
+		}
+	}
+	return n
+}
+
+// storm is the fault mix of the storm benchmark on the watch: 429s at open (with and without
+// Retry-After) and as ERROR events, InternalErrors as events and at open, resets mid-stream.
+// It ends with one 410, which is the only fault that may cost a LIST. allFired reports when
+// every fault has been served.
+func storm(p *faultproxy.Proxy) (expired int, allFired func() bool) {
+	tooMany := faultproxy.TooManyRequests(1)
+	var handles []*faultproxy.Handle
+	for _, f := range []faultproxy.Fault{
+		faultproxy.Respond(tooMany),
+		faultproxy.WatchError(tooMany).AfterDelay(200 * time.Millisecond),
+		faultproxy.WatchError(faultproxy.InternalError()).AfterDelay(200 * time.Millisecond),
+		faultproxy.Reset().AfterDelay(300 * time.Millisecond),
+		faultproxy.Respond(faultproxy.InternalError()),
+		faultproxy.Respond(tooMany).WithHeader("Retry-After", "1"),
+		faultproxy.WatchError(faultproxy.InternalError()).AfterDelay(200 * time.Millisecond),
+		faultproxy.Reset().AfterDelay(200 * time.Millisecond),
+		faultproxy.WatchError(faultproxy.Expired()).AfterDelay(300 * time.Millisecond),
+	} {
+		handles = append(handles, p.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, PathContains: "/configmaps", Times: 1, Fault: f}))
+	}
+	return 1, func() bool {
+		for _, h := range handles {
+			if h.Fired() == 0 {
+				return false
+			}
+		}
+		return true
+	}
+}
