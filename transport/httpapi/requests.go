@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,10 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/framer"
 
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transport"
 )
-
-// initialEventsEnd is the annotation on the bookmark that ends a watch-list's initial state.
-const initialEventsEnd = "k8s.io/initial-events-end"
 
 func (t *Transport) get(ctx context.Context, c *fsm.Command) (*http.Response, error) {
 	u := t.path + "?" + t.cfg.Resource.query(c).Encode()
@@ -156,23 +153,8 @@ func (t *Transport) frameEvent(we *metav1.WatchEvent, request uint64) (fsm.Event
 	if err != nil {
 		return ended(fmt.Errorf("%s object: %w", we.Type, err))
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ended(fmt.Errorf("%s object without metadata: %w", we.Type, err))
-	}
-	e.ResourceVersion = m.GetResourceVersion()
-	if e.Type == fsm.Bookmark {
-		e.InitialEventsEnd = m.GetAnnotations()[initialEventsEnd] == "true"
-		return e, true
-	}
-	if m.GetName() == "" {
-		return ended(fmt.Errorf("%s object without a name", we.Type))
-	}
-	e.Object = obj
-	if ns := m.GetNamespace(); ns != "" {
-		e.Key = ns + "/" + m.GetName()
-	} else {
-		e.Key = m.GetName()
+	if err := transport.SetObject(&e, obj); err != nil {
+		return ended(err)
 	}
 	return e, true
 }

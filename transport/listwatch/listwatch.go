@@ -13,9 +13,6 @@ import (
 	"github.com/rewatch/rewatch/transport"
 )
 
-// initialEventsEnd is the annotation on the bookmark that ends a watch-list's initial state.
-const initialEventsEnd = "k8s.io/initial-events-end"
-
 // Transport performs the driver's requests through a ListerWatcher.
 type Transport struct {
 	lw   cache.ListerWatcherWithContext
@@ -158,26 +155,8 @@ func event(we watch.Event, request uint64) (e fsm.Event, goOn bool) {
 	default:
 		return ended(fmt.Errorf("unknown watch event type %q", we.Type))
 	}
-	if we.Object == nil {
-		return ended(fmt.Errorf("%s event without an object", we.Type))
-	}
-	m, err := meta.Accessor(we.Object)
-	if err != nil {
-		return ended(fmt.Errorf("%s object without metadata: %w", we.Type, err))
-	}
-	e.ResourceVersion = m.GetResourceVersion()
-	if e.Type == fsm.Bookmark {
-		e.InitialEventsEnd = m.GetAnnotations()[initialEventsEnd] == "true"
-		return e, true
-	}
-	if m.GetName() == "" {
-		return ended(fmt.Errorf("%s object without a name", we.Type))
-	}
-	e.Object = we.Object
-	if ns := m.GetNamespace(); ns != "" {
-		e.Key = ns + "/" + m.GetName()
-	} else {
-		e.Key = m.GetName()
+	if err := transport.SetObject(&e, we.Object); err != nil {
+		return ended(err)
 	}
 	return e, true
 }

@@ -1,0 +1,41 @@
+package transport
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// InitialEventsEnd is the annotation on the bookmark that ends a watch-list's initial state.
+const InitialEventsEnd = "k8s.io/initial-events-end"
+
+// SetObject fills e (an EvWatchEvent whose Type is set) from obj: its resourceVersion, and
+// for a bookmark whether it ends the initial state; for any other event the object and its
+// namespace/name key. An object without metadata, or without a name where one is due, is an
+// error: the stream carrying it cannot be trusted.
+func SetObject(e *fsm.Event, obj any) error {
+	if obj == nil {
+		return fmt.Errorf("%s event without an object", e.Type)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Errorf("%s object without metadata: %w", e.Type, err)
+	}
+	e.ResourceVersion = m.GetResourceVersion()
+	if e.Type == fsm.Bookmark {
+		e.InitialEventsEnd = m.GetAnnotations()[InitialEventsEnd] == "true"
+		return nil
+	}
+	if m.GetName() == "" {
+		return fmt.Errorf("%s object without a name", e.Type)
+	}
+	e.Object = obj
+	if ns := m.GetNamespace(); ns != "" {
+		e.Key = ns + "/" + m.GetName()
+	} else {
+		e.Key = m.GetName()
+	}
+	return nil
+}
