@@ -23,23 +23,12 @@ var shared testbackend.SharedReal
 func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.Stop()
-	if code == 0 {
-		// The managers and factories were stopped: nothing of theirs may be left. Idle HTTP
-		// connections of client-go's transports and klog's flush daemon are not ours.
-		if err := goleak.Find(
-			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-			goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
-			goleak.IgnoreAnyFunction("k8s.io/apimachinery/pkg/util/wait.BackoffUntil"),
-			goleak.IgnoreAnyFunction("k8s.io/client-go/util/workqueue.(*Typed[...]).updateUnfinishedWorkLoop"),
-			goleak.IgnoreAnyFunction("k8s.io/client-go/util/workqueue.(*delayingType[...]).waitingLoop"),
-		); err != nil {
-			os.Stderr.WriteString("goroutine leak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
+	// The managers and factories were stopped: nothing of theirs may be left but
+	// controller-runtime's workqueue metrics loops.
+	os.Exit(testbackend.CheckLeaks(code,
+		goleak.IgnoreAnyFunction("k8s.io/client-go/util/workqueue.(*Typed[...]).updateUnfinishedWorkLoop"),
+		goleak.IgnoreAnyFunction("k8s.io/client-go/util/workqueue.(*delayingType[...]).waitingLoop"),
+	))
 }
 
 // forEachBackend runs a scenario on the simulator, when it can serve it, and on the real
