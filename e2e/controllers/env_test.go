@@ -93,8 +93,9 @@ func fullStateTransfers(p *faultproxy.Proxy) int {
 
 // storm is the fault mix of the storm benchmark on the watch: 429s at open (with and without
 // Retry-After) and as ERROR events, InternalErrors as events and at open, resets mid-stream.
-// It ends with one 410, which is the only fault that may cost a LIST. allFired reports when
-// every fault has been served.
+// It ends with one 410 after the next event, which is the only fault that may cost a LIST.
+// allFired reports when every fault's watch has been opened; the 410 is delivered with the
+// first write after that.
 func storm(p *faultproxy.Proxy) (expired int, allFired func() bool) {
 	tooMany := faultproxy.TooManyRequests(1)
 	var handles []*faultproxy.Handle
@@ -107,7 +108,7 @@ func storm(p *faultproxy.Proxy) (expired int, allFired func() bool) {
 		faultproxy.Respond(tooMany).WithHeader("Retry-After", "1"),
 		faultproxy.WatchError(faultproxy.InternalError()).AfterDelay(200 * time.Millisecond),
 		faultproxy.Reset().AfterDelay(200 * time.Millisecond),
-		faultproxy.WatchError(faultproxy.Expired()).AfterDelay(300 * time.Millisecond),
+		faultproxy.WatchError(faultproxy.Expired()).AfterEvents(1),
 	} {
 		handles = append(handles, p.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, PathContains: "/configmaps", Times: 1, Fault: f}))
 	}
