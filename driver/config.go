@@ -72,11 +72,19 @@ func (f ObserverFunc) Observe(t Transition) error { f(t); return nil }
 
 // Validate reports everything wrong with c at once, the machine's policy included.
 func (c Config) Validate() error {
+	_, _, err := c.withDefaults()
+	return err
+}
+
+// withDefaults checks c, builds the machine from its policy (once: the machine validates the
+// policy as it is built) and fills in defaults.
+func (c Config) withDefaults() (Config, *transitions.Machine, error) {
 	var errs []error
 	if c.Transport == nil {
 		errs = append(errs, errors.New("Transport is nil"))
 	}
-	if _, err := transitions.New(c.Policy); err != nil {
+	m, err := transitions.New(c.Policy)
+	if err != nil {
 		errs = append(errs, err)
 	}
 	for i, o := range c.Observers {
@@ -84,14 +92,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("Observers[%d] is nil", i))
 		}
 	}
-	return errors.Join(errs...)
-}
-
-func (c Config) withDefaults() (Config, *transitions.Machine, error) {
-	if err := c.Validate(); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return c, nil, fmt.Errorf("driver: invalid config: %w", err)
 	}
-	m := transitions.MustNew(c.Policy)
 	if c.Store == nil {
 		c.Store = NewMemStore()
 	}

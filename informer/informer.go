@@ -62,8 +62,12 @@ type Informer struct {
 
 	started, stopped, synced atomic.Bool
 	syncedCh                 chan struct{}
-	lastRV                   atomic.Pointer[string]
 	constructErr             error
+
+	// lastRV is written on every event the reflector takes; a string under a lock costs no
+	// allocation there, where a pointer swap would cost one per event.
+	rvMu   sync.RWMutex
+	lastRV string
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -79,11 +83,12 @@ func New(transport driver.Transport, example runtime.Object, opts Options) *Info
 		opts.Clock = clockx.Real()
 	}
 	name := opts.Name
-	if name == "" {
+	switch {
+	case name != "":
+	case transport != nil:
+		name = transport.String()
+	default:
 		name = fmt.Sprintf("%T", example)
-		if transport != nil {
-			name = transport.String()
-		}
 	}
 	indexers := cache.Indexers{}
 	for k, v := range opts.Indexers {
@@ -196,10 +201,9 @@ func (i *Informer) HasSyncedChecker() cache.DoneChecker {
 
 // LastSyncResourceVersion is the last resourceVersion the reflector saw.
 func (i *Informer) LastSyncResourceVersion() string {
-	if p := i.lastRV.Load(); p != nil {
-		return *p
-	}
-	return ""
+	i.rvMu.RLock()
+	defer i.rvMu.RUnlock()
+	return i.lastRV
 }
 
 // SetWatchErrorHandler is called with every LIST or watch failure, which the reflector retries
@@ -217,24 +221,23 @@ func (i *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandl
 	if handler == nil {
 		return errors.New("informer: nil WatchErrorHandler")
 	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.started.Load() {
-		return fmt.Errorf("informer %s has already started", i.name)
-	}
-	i.errorHandler = handler
-	return nil
+	return i.beforeRun(func() { i.errorHandler = handler })
 }
 
 // SetTransform sets the function applied to every object before it is cached. It must be set
 // before Run.
 func (i *Informer) SetTransform(handler cache.TransformFunc) error {
+	return i.beforeRun(func() { i.transform = handler })
+}
+
+// beforeRun applies set unless the informer has started, as client-go allows these settings.
+func (i *Informer) beforeRun(set func()) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.started.Load() {
 		return fmt.Errorf("informer %s has already started", i.name)
 	}
-	i.transform = handler
+	set()
 	return nil
 }
 
@@ -297,9 +300,9 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 
 func (i *Informer) observe(ctx context.Context, t driver.Transition) {
 	if rv := t.Snapshot.LastRV; rv != "" {
-		if p := i.lastRV.Load(); p == nil || *p != rv {
-			i.lastRV.Store(&rv)
-		}
+		i.rvMu.Lock()
+		i.lastRV = rv
+		i.rvMu.Unlock()
 	}
 	if t.Event.Failure != nil && t.Cause != fsm.NoCause && i.errorHandler != nil {
 		i.errorHandler(ctx, i.placeholder, t.Event.Failure.Err())

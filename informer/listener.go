@@ -30,7 +30,6 @@ type listener struct {
 
 	mu      sync.Mutex
 	queue   []notification
-	head    int
 	wake    chan struct{}
 	stop    chan struct{}
 	stopped bool
@@ -69,14 +68,13 @@ func (l *listener) add(n notification) {
 func (l *listener) take(buf []notification) []notification {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	buf = append(buf[:0], l.queue[l.head:]...)
+	buf = append(buf[:0], l.queue...)
 	clear(l.queue)
 	if cap(l.queue) > 1024 && len(buf) < cap(l.queue)/4 {
 		l.queue = nil
 	} else {
 		l.queue = l.queue[:0]
 	}
-	l.head = 0
 	return buf
 }
 

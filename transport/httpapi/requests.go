@@ -54,7 +54,7 @@ func (t *Transport) List(ctx context.Context, c fsm.Command) (e fsm.Event, ok bo
 	}
 	resp, err := t.get(ctx, &c)
 	if err != nil {
-		return failed(transportFailure(err))
+		return failed(transport.Failure(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -63,13 +63,13 @@ func (t *Transport) List(ctx context.Context, c fsm.Command) (e fsm.Event, ok bo
 	body, err := io.ReadAll(io.LimitReader(resp.Body, t.cfg.MaxListBytes+1))
 	switch {
 	case err != nil:
-		return failed(transportFailure(err))
+		return failed(transport.Failure(err))
 	case int64(len(body)) > t.cfg.MaxListBytes:
-		return failed(transportFailure(&fsm.DecodeError{Err: fmt.Errorf("LIST response exceeds %d bytes", t.cfg.MaxListBytes)}))
+		return failed(transport.Failure(&fsm.DecodeError{Err: fmt.Errorf("LIST response exceeds %d bytes", t.cfg.MaxListBytes)}))
 	}
 	items, rv, cont, err := t.cfg.Decoder.DecodeList(body)
 	if err != nil {
-		return failed(transportFailure(&fsm.DecodeError{Err: fmt.Errorf("LIST response: %w (%s)", err, printable(body, 80))}))
+		return failed(transport.Failure(&fsm.DecodeError{Err: fmt.Errorf("LIST response: %w (%s)", err, printable(body, 80))}))
 	}
 	return fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: rv, Continue: cont, Items: items, ItemCount: len(items)}, ctx.Err() == nil
 }
@@ -80,7 +80,7 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 	resp, err := t.get(ctx, &c)
 	if err != nil {
 		if ctx.Err() == nil {
-			emit(fsm.Event{Kind: fsm.EvWatchOpenFailed, Request: c.Request, Failure: transportFailure(err)})
+			emit(fsm.Event{Kind: fsm.EvWatchOpenFailed, Request: c.Request, Failure: transport.Failure(err)})
 		}
 		return
 	}
@@ -112,7 +112,7 @@ func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, reques
 			}
 			var f *fsm.Failure
 			if !errors.Is(err, io.EOF) {
-				f = transportFailure(asDecodeError(err))
+				f = transport.Failure(asDecodeError(err))
 			}
 			emit(fsm.Event{Kind: fsm.EvWatchEnded, Request: request, Failure: f})
 			return
@@ -128,7 +128,7 @@ func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, reques
 func (t *Transport) frameEvent(we *metav1.WatchEvent, request uint64) (fsm.Event, bool) {
 	e := fsm.Event{Kind: fsm.EvWatchEvent, Request: request}
 	ended := func(err error) (fsm.Event, bool) {
-		return fsm.Event{Kind: fsm.EvWatchEnded, Request: request, Failure: transportFailure(&fsm.DecodeError{Err: err})}, false
+		return fsm.Event{Kind: fsm.EvWatchEnded, Request: request, Failure: transport.Failure(&fsm.DecodeError{Err: err})}, false
 	}
 	switch we.Type {
 	case "ADDED":

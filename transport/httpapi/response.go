@@ -15,7 +15,6 @@ import (
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/retry"
-	"github.com/rewatch/rewatch/transport"
 )
 
 // maxErrorBody bounds how much of a non-2xx body is read: a Status is small, an HTML error
@@ -56,9 +55,6 @@ func decodeStatus(b []byte) (*metav1.Status, bool) {
 	}
 	return &st, true
 }
-
-// transportFailure translates an error from the HTTP client or the body.
-func transportFailure(err error) *fsm.Failure { return transport.Failure(err) }
 
 // asDecodeError marks errors that mean "the bytes were wrong" rather than "the connection
 // broke", so the machine treats them like an InternalError and not like a stream end.
