@@ -28,8 +28,10 @@ type listener struct {
 	handler cache.ResourceEventHandler
 	resync  resyncClock
 
-	mu      sync.Mutex
-	queue   []notification
+	mu    sync.Mutex
+	queue []notification
+	// spare is the emptied buffer of the last batch, the next queue; only run touches it.
+	spare   []notification
 	wake    chan struct{}
 	stop    chan struct{}
 	stopped bool
@@ -63,32 +65,31 @@ func (l *listener) add(n notification) {
 	}
 }
 
-// take returns the queued notifications and empties the queue, keeping its memory unless it has
-// grown far past what is queued now.
-func (l *listener) take(buf []notification) []notification {
+// take returns the queued notifications and gives the listener spare, emptied, as its next
+// queue: the two buffers swap, so nothing is copied.
+func (l *listener) take(spare []notification) []notification {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	buf = append(buf[:0], l.queue...)
-	clear(l.queue)
-	if cap(l.queue) > 1024 && len(buf) < cap(l.queue)/4 {
-		l.queue = nil
-	} else {
-		l.queue = l.queue[:0]
-	}
-	return buf
+	batch := l.queue
+	l.queue = spare[:0]
+	return batch
 }
+
+// keptBuffer is the largest queue buffer a listener keeps between batches: an initial list of
+// 50,000 objects must not leave 50,000 notifications' worth of memory behind for the
+// informer's lifetime.
+const keptBuffer = 1024
 
 // run hands notifications to the handler until the listener is stopped.
 func (l *listener) run(informerSynced func() bool) {
 	defer close(l.done)
-	var batch []notification
 	for {
 		select {
 		case <-l.stop:
 			return
 		case <-l.wake:
 		}
-		batch = l.take(batch)
+		batch := l.take(l.spare)
 		for i := range batch {
 			select {
 			case <-l.stop:
@@ -108,6 +109,10 @@ func (l *listener) run(informerSynced func() bool) {
 				l.handler.OnDelete(n.obj)
 			}
 			*n = notification{}
+		}
+		l.spare = nil
+		if cap(batch) <= keptBuffer {
+			l.spare = batch[:0]
 		}
 		l.maybeSynced(informerSynced())
 	}

@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 )
 
-// Decoder turns response bodies into objects.
+// Decoder turns response bodies into objects. A LIST's items come back as objects of their own,
+// not pointers into the decoded list's array, so that the store holding some of them does not
+// keep the whole array alive (client-go's reflector frees its lists the same way).
 type Decoder interface {
 	// DecodeList decodes a LIST response: its items, resourceVersion and continue token.
 	DecodeList(body []byte) (items []any, resourceVersion, continueToken string, err error)
@@ -32,7 +34,7 @@ func (unstructuredDecoder) DecodeList(body []byte) ([]any, string, string, error
 	}
 	items := make([]any, len(l.Items))
 	for i := range l.Items {
-		items[i] = &l.Items[i]
+		items[i] = &unstructured.Unstructured{Object: l.Items[i].Object}
 	}
 	return items, l.GetResourceVersion(), l.GetContinue(), nil
 }
@@ -62,7 +64,7 @@ func (t typedDecoder) DecodeList(body []byte) ([]any, string, string, error) {
 	if err != nil {
 		return nil, "", "", fmt.Errorf("list response is a %T, not a list: %w", obj, err)
 	}
-	objs, err := meta.ExtractList(obj)
+	objs, err := meta.ExtractListWithAlloc(obj)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -91,7 +93,8 @@ func (metadataDecoder) DecodeList(body []byte) ([]any, string, string, error) {
 	}
 	items := make([]any, len(l.Items))
 	for i := range l.Items {
-		items[i] = &l.Items[i]
+		item := l.Items[i]
+		items[i] = &item
 	}
 	return items, l.ResourceVersion, l.Continue, nil
 }

@@ -86,7 +86,7 @@ func (t *Transport) List(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
 	if err != nil {
 		return failed(fmt.Errorf("LIST returned a %T, not a list: %w", obj, err))
 	}
-	objs, err := meta.ExtractList(obj)
+	objs, err := meta.ExtractListWithAlloc(obj)
 	if err != nil {
 		return failed(fmt.Errorf("LIST items: %w", err))
 	}
