@@ -135,6 +135,7 @@ func reconciled(t *testing.T, b testbackend.Backend, ns string, want map[string]
 // one per 410; the same manager with controller-runtime's default informers, through the same
 // faults, lists more.
 func TestControllerRuntimeManagerThroughTheStorm(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, false, func(t *testing.T, b testbackend.Backend) {
 		lists := map[string]int{}
 		for _, kind := range []string{"rewatch", "controller-runtime default"} {

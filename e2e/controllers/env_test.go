@@ -34,17 +34,22 @@ func TestMain(m *testing.M) {
 // forEachBackend runs a scenario on the simulator, when it can serve it, and on the real
 // kube-apiserver (which, under CI=true, fails rather than skips when it cannot start).
 // controller-runtime needs API discovery for its RESTMapper, which the simulator does not
-// serve, so its scenarios run on the real server alone.
+// serve, so its scenarios run on the real server alone. The scenarios spend most of their time
+// waiting out backoffs, so every one runs in parallel with the others.
 func forEachBackend(t *testing.T, withSim bool, scenario func(t *testing.T, b testbackend.Backend)) {
 	if withSim {
 		t.Run("sim", func(t *testing.T) {
+			t.Parallel()
 			b, err := testbackend.NewSim(sim.Options{BookmarkInterval: 2 * time.Second})
 			require.NoError(t, err)
 			t.Cleanup(b.Server.Close)
 			scenario(t, b)
 		})
 	}
-	t.Run("kube-apiserver", func(t *testing.T) { scenario(t, shared.Get(t)) })
+	t.Run("kube-apiserver", func(t *testing.T) {
+		t.Parallel()
+		scenario(t, shared.Get(t))
+	})
 }
 
 var nsSeq atomic.Int64
