@@ -14,12 +14,25 @@ import (
 // Resource says what to list and watch.
 type Resource = httpapi.Resource
 
+// Format is the wire format the reflector asks the server for (httpapi.Format): FormatAuto, the
+// default, asks for what the decoder reads best first — protobuf for built-in types with a typed
+// or metadata-only decoder — and reads whatever the server answers.
+type Format = httpapi.Format
+
+// Wire formats.
+const (
+	FormatAuto     = httpapi.FormatAuto
+	FormatJSON     = httpapi.FormatJSON
+	FormatProtobuf = httpapi.FormatProtobuf
+	FormatCBOR     = httpapi.FormatCBOR
+)
+
 // Store is what the reflector keeps in sync; client-go's cache.Store satisfies it.
 type Store = driver.Store
 
 // Connection is where the API server is and what to watch on it: Client, Server and Resource
-// (required; FromRESTConfig fills the first two), the Decoder, the User-Agent and the size
-// limits on LIST bodies and watch frames. It is the HTTP transport's own configuration.
+// (required; FromRESTConfig fills the first two), the Decoder and wire Format, the User-Agent
+// and the size limits on LIST bodies and watch frames. It is the HTTP transport's own configuration.
 type Connection = httpapi.Config
 
 // Policy is how the reflector waits, retries, pages and times its watches (docs/semantics.md).

@@ -17,8 +17,9 @@ import (
 
 // Reflector keeps a Store in sync with one resource of an API server.
 type Reflector struct {
-	cfg     Config
-	driver  driver.Config
+	cfg       Config
+	transport *httpapi.Transport
+	driver    driver.Config
 	machine *transitions.Machine
 	count   *counter
 	running atomic.Bool
@@ -49,7 +50,7 @@ func New(cfg Config) (*Reflector, error) {
 	if cfg.Store == nil {
 		cfg.Store = driver.NewMemStore()
 	}
-	r := &Reflector{cfg: cfg, machine: m, count: newCounter(cfg.Metrics, cfg.Store)}
+	r := &Reflector{cfg: cfg, transport: transport, machine: m, count: newCounter(cfg.Metrics, cfg.Store)}
 	r.driver = driver.Config{
 		Policy: m.Config(), Transport: transport, Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Checked: cfg.Checked,
 	}
@@ -60,7 +61,11 @@ func New(cfg Config) (*Reflector, error) {
 func (r *Reflector) Store() Store { return r.cfg.Store }
 
 // Stats is a snapshot of what the reflector has done so far. Safe to call from any goroutine.
-func (r *Reflector) Stats() Stats { return r.count.snapshot() }
+func (r *Reflector) Stats() Stats {
+	st := r.count.snapshot()
+	st.WireFormat, st.AnsweredFormat = r.transport.WireFormat(), r.transport.AnsweredFormat()
+	return st
+}
 
 // HasSynced reports whether the initial state has reached the store.
 func (r *Reflector) HasSynced() bool { return r.Stats().Synced }
@@ -79,7 +84,7 @@ func (r *Reflector) Run(ctx context.Context) (err error) {
 			started = r.cfg.Clock.Now()
 		}
 		jw, err := journal.NewWriter(r.cfg.Journal, journal.Header{
-			Resource: r.cfg.Resource.String(), Started: started.UTC(),
+			Resource: r.cfg.Resource.String(), Wire: r.transport.WireFormat(), Started: started.UTC(),
 			Config: journal.RecordConfig(r.machine.Config()), FullCapture: r.cfg.JournalFullCapture,
 		})
 		if err != nil {

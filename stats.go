@@ -33,6 +33,9 @@ type Stats struct {
 	// LastFailure is the most recent of all (nil before any).
 	LastFailures map[fsm.Cause]Failure
 	LastFailure  *Failure
+	// WireFormat is what the reflector asks the server for ("auto (protobuf, json)", "json", …);
+	// AnsweredFormat the format of the server's last successful answer ("" before the first).
+	WireFormat, AnsweredFormat string
 }
 
 // Failure is one failure the reflector answered, as Stats keeps it.

@@ -19,9 +19,12 @@ const Format = "rewatch-journal/v2"
 type Header struct {
 	Format string `json:"format"`
 	// Resource describes what was watched, for humans (e.g. "v1/configmaps in default").
-	Resource string       `json:"resource,omitempty"`
-	Started  time.Time    `json:"started"`
-	Config   ConfigRecord `json:"config"`
+	Resource string `json:"resource,omitempty"`
+	// Wire is the wire format the transport asked the server for ("auto (protobuf, json)",
+	// "json", "protobuf"); empty in journals written before it was recorded.
+	Wire    string       `json:"wire,omitempty"`
+	Started time.Time    `json:"started"`
+	Config  ConfigRecord `json:"config"`
 	// FullCapture says whether records carry whole objects.
 	FullCapture bool `json:"fullCapture,omitempty"`
 }

@@ -36,7 +36,7 @@ func TestHelpIsCompleteForEveryCommand(t *testing.T) {
 	flags := map[string][]string{
 		"watch": {"resource", "group", "version", "namespace", "n", "all-namespaces", "A", "selector", "l", "o",
 			"field-selector", "kubeconfig", "context",
-			"journal", "journal-full-capture", "output", "metrics-addr", "internal-error-window", "retry-after-cap",
+			"journal", "journal-full-capture", "output", "format", "metrics-addr", "internal-error-window", "retry-after-cap",
 			"backoff-initial", "backoff-cap", "page-size", "watch-list"},
 		"demo": {"objects", "faults", "seed", "duration", "rate", "output", "journal", "internal-error-window",
 			"retry-after-cap", "backoff-initial", "backoff-cap", "page-size", "watch-list"},

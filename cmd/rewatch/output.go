@@ -137,19 +137,28 @@ func (p *printer) status(s string) {
 }
 
 type summaryJSON struct {
-	Type         string         `json:"type"`
-	Elapsed      float64        `json:"elapsedSeconds"`
-	Lists        int            `json:"lists"`
-	ListPages    int            `json:"listPages"`
-	Watches      int            `json:"watches"`
-	Retries      map[string]int `json:"retries"`
-	ListsAvoided int            `json:"listsAvoided"`
-	BackingOff   float64        `json:"backingOffSeconds"`
-	WatchEvents  int            `json:"watchEvents"`
-	Objects      int            `json:"objects"`
-	State        string         `json:"state"`
-	RV           string         `json:"resourceVersion"`
-	Synced       bool           `json:"synced"`
+	Type           string         `json:"type"`
+	WireFormat     string         `json:"wireFormat"`
+	AnsweredFormat string         `json:"answeredFormat,omitempty"`
+	Elapsed        float64        `json:"elapsedSeconds"`
+	Lists          int            `json:"lists"`
+	ListPages      int            `json:"listPages"`
+	Watches        int            `json:"watches"`
+	Retries        map[string]int `json:"retries"`
+	ListsAvoided   int            `json:"listsAvoided"`
+	BackingOff     float64        `json:"backingOffSeconds"`
+	WatchEvents    int            `json:"watchEvents"`
+	Objects        int            `json:"objects"`
+	State          string         `json:"state"`
+	RV             string         `json:"resourceVersion"`
+	Synced         bool           `json:"synced"`
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no answer)"
+	}
+	return s
 }
 
 func (p *printer) summary(st rewatch.Stats) {
@@ -161,7 +170,8 @@ func (p *printer) summary(st rewatch.Stats) {
 		}
 		p.emitJSON(summaryJSON{Type: "summary", Elapsed: round3(elapsed.Seconds()), Lists: st.Lists, ListPages: st.ListPages,
 			Watches: st.Watches, Retries: r, ListsAvoided: st.ListsAvoided, BackingOff: round3(st.BackingOff.Seconds()),
-			WatchEvents: st.WatchEvents, Objects: st.Objects, State: st.State.String(), RV: st.LastResourceVersion, Synced: st.Synced})
+			WatchEvents: st.WatchEvents, Objects: st.Objects, State: st.State.String(), RV: st.LastResourceVersion, Synced: st.Synced,
+			WireFormat: st.WireFormat, AnsweredFormat: st.AnsweredFormat})
 		return
 	}
 	lines := []string{
@@ -174,6 +184,7 @@ func (p *printer) summary(st rewatch.Stats) {
 		fmt.Sprintf("  watch events     %d", st.WatchEvents),
 		fmt.Sprintf("  objects cached   %d", st.Objects),
 		fmt.Sprintf("  state            %s at rv=%s", st.State, st.LastResourceVersion),
+		fmt.Sprintf("  wire format      %s, answered in %s", st.WireFormat, orNone(st.AnsweredFormat)),
 	}
 	for _, l := range lines {
 		p.line(l)

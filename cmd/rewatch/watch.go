@@ -13,9 +13,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/metrics"
+	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
 const watchExample = `  # Watch configmaps in kube-system with the current kubeconfig context, recording a journal:
@@ -32,6 +35,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		metricsAddr             string
 		fullCapture             bool
 		allNamespaces           bool
+		wireFormat              string
 		tun                     tunables
 	)
 	fs := newFlagSet("watch", "--resource NAME [flags]",
@@ -56,6 +60,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&fullCapture, "journal-full-capture", false, "record whole objects in the journal, not only keys")
 	fs.StringVar(&output, "output", "text", "output format: text or json (JSON lines)")
 	fs.StringVar(&output, "o", "text", "shorthand for --output")
+	fs.StringVar(&wireFormat, "format", "auto", "wire format: auto (protobuf for built-in types, else JSON), json or protobuf")
 	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address at /metrics (e.g. :9090)")
 	tun.register(fs.FlagSet, libraryDefaults)
 	if err := parse(fs, args); err != nil {
@@ -68,6 +73,9 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("--resource is required (e.g. --resource configmaps)")
 	}
 	if err := choice("output", output, "text", "json"); err != nil {
+		return err
+	}
+	if err := choice("format", wireFormat, "auto", "json", "protobuf"); err != nil {
 		return err
 	}
 	if err := tun.validate(); err != nil {
@@ -95,6 +103,13 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.Resource = res
 	tun.apply(&cfg)
+	if wireFormat != "auto" {
+		cfg.Format = rewatch.Format(wireFormat)
+	}
+	if gv := (schema.GroupVersion{Group: res.Group, Version: res.Version}); wireFormat != "json" && scheme.Scheme.IsVersionRegistered(gv) {
+		// A built-in type: decoded into its Go type, so the server can send protobuf.
+		cfg.Decoder = httpapi.Typed(scheme.Scheme)
+	}
 
 	p := newPrinter(stdout, output)
 	cfg.OnTransition = p.transition
@@ -126,7 +141,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{err}
 	}
 	if output == "text" {
-		p.note("start", fmt.Sprintf("watching %s at %s", res, cfg.Server), nil)
+		p.note("start", fmt.Sprintf("watching %s at %s (wire format %s)", res, cfg.Server, r.Stats().WireFormat), nil)
 	}
 	var stopStatus func()
 	if output == "text" && isTerminal(stdout) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 
 	"github.com/rewatch/rewatch/clockx"
 )
@@ -21,6 +22,9 @@ type Config struct {
 
 	// Decoder turns bodies into objects. Default: Unstructured(), or Metadata() with MetadataOnly.
 	Decoder Decoder
+	// Format forces a wire format (FormatJSON to debug); the default, FormatAuto, asks for the
+	// decoder's formats, best first, and reads whichever the server answers.
+	Format Format
 	// MetadataOnly asks the server for metadata only (PartialObjectMetadata, as client-go's
 	// metadata informers do): a fraction of the bytes and memory for controllers that read no
 	// spec or data.
@@ -58,6 +62,9 @@ func (c Config) Validate() error {
 	if err := c.Resource.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Format.validate(c.effectiveDecoder()); err != nil {
+		errs = append(errs, err)
+	}
 	for _, f := range []struct {
 		name string
 		n    int64
@@ -69,14 +76,19 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c Config) withDefaults() Config {
+// effectiveDecoder is Decoder, or the default for MetadataOnly.
+func (c Config) effectiveDecoder() Decoder {
 	switch {
 	case c.Decoder != nil:
+		return c.Decoder
 	case c.MetadataOnly:
-		c.Decoder = Metadata()
-	default:
-		c.Decoder = Unstructured()
+		return Metadata()
 	}
+	return Unstructured()
+}
+
+func (c Config) withDefaults() Config {
+	c.Decoder = c.effectiveDecoder()
 	if c.MaxFrameBytes == 0 {
 		c.MaxFrameBytes = DefaultMaxFrameBytes
 	}
@@ -95,8 +107,12 @@ func (c Config) withDefaults() Config {
 // Transport performs the driver's requests over HTTP. It is safe for the one request at a
 // time the driver makes.
 type Transport struct {
-	cfg  Config
-	path string
+	cfg   Config
+	path  string
+	media []string // what Accept asks for, best first
+
+	answeredMu sync.Mutex
+	lastMedia  string // the media type of the last successful response
 }
 
 // New validates cfg and fills in its defaults.
@@ -105,7 +121,31 @@ func New(cfg Config) (*Transport, error) {
 		return nil, fmt.Errorf("httpapi: invalid config: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	return &Transport{cfg: cfg, path: trimSlash(cfg.Server) + cfg.Resource.Path()}, nil
+	return &Transport{cfg: cfg, path: trimSlash(cfg.Server) + cfg.Resource.Path(), media: cfg.Format.mediaTypes(cfg.Decoder)}, nil
+}
+
+// WireFormat says what the transport asks the server for: "json", "protobuf", "cbor", or
+// "auto (protobuf, json)" with the formats auto asks for, best first.
+func (t *Transport) WireFormat() string { return t.cfg.Format.describe(t.cfg.Decoder) }
+
+// AnsweredFormat is the format of the server's last successful response ("" before the first):
+// with FormatAuto, what the server chose.
+func (t *Transport) AnsweredFormat() string {
+	t.answeredMu.Lock()
+	defer t.answeredMu.Unlock()
+	if t.lastMedia == "" {
+		return ""
+	}
+	return formatName(t.lastMedia)
+}
+
+// answered is the media type of a successful response's body, remembered for AnsweredFormat.
+func (t *Transport) answered(resp *http.Response) string {
+	media := bodyMedia(resp.Header.Get("Content-Type"))
+	t.answeredMu.Lock()
+	t.lastMedia = media
+	t.answeredMu.Unlock()
+	return media
 }
 
 // String names the resource, for logs.

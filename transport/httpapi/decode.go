@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -16,10 +17,14 @@ import (
 // not pointers into the decoded list's array, so that the store holding some of them does not
 // keep the whole array alive (client-go's reflector frees its lists the same way).
 type Decoder interface {
-	// DecodeList decodes a LIST response: its items, resourceVersion and continue token.
-	DecodeList(body []byte) (items []any, resourceVersion, continueToken string, err error)
-	// DecodeObject decodes the object of one watch frame.
-	DecodeObject(raw []byte) (any, error)
+	// MediaTypes are the body formats the decoder reads, best first (MediaProtobuf, MediaJSON,
+	// MediaCBOR): what the transport asks the server for unless Config.Format forces one.
+	MediaTypes() []string
+	// DecodeList decodes a LIST response body in the given media type: its items,
+	// resourceVersion and continue token.
+	DecodeList(mediaType string, body []byte) (items []any, resourceVersion, continueToken string, err error)
+	// DecodeObject decodes the object of one watch event, in the given media type.
+	DecodeObject(mediaType string, raw []byte) (any, error)
 }
 
 // Unstructured decodes into *unstructured.Unstructured: any resource, no scheme needed.
@@ -27,7 +32,12 @@ func Unstructured() Decoder { return unstructuredDecoder{} }
 
 type unstructuredDecoder struct{}
 
-func (unstructuredDecoder) DecodeList(body []byte) ([]any, string, string, error) {
+func (unstructuredDecoder) MediaTypes() []string { return []string{MediaJSON} }
+
+func (unstructuredDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
+	if err := only(mediaType, MediaJSON); err != nil {
+		return nil, "", "", err
+	}
 	var l unstructured.UnstructuredList
 	if err := l.UnmarshalJSON(body); err != nil {
 		return nil, "", "", err
@@ -39,7 +49,10 @@ func (unstructuredDecoder) DecodeList(body []byte) ([]any, string, string, error
 	return items, l.GetResourceVersion(), l.GetContinue(), nil
 }
 
-func (unstructuredDecoder) DecodeObject(raw []byte) (any, error) {
+func (unstructuredDecoder) DecodeObject(mediaType string, raw []byte) (any, error) {
+	if err := only(mediaType, MediaJSON); err != nil {
+		return nil, err
+	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {
 		return nil, err
@@ -47,16 +60,44 @@ func (unstructuredDecoder) DecodeObject(raw []byte) (any, error) {
 	return u, nil
 }
 
+// only refuses a body in a media type the decoder did not ask for.
+func only(mediaType string, readable ...string) error {
+	for _, m := range readable {
+		if m == mediaType {
+			return nil
+		}
+	}
+	return fmt.Errorf("the server answered %s, which this decoder does not read", mediaType)
+}
+
 // Typed decodes into the Go types registered in scheme (for example client-go's
-// kubernetes/scheme.Scheme), so the store holds *corev1.ConfigMap rather than maps.
+// kubernetes/scheme.Scheme), so the store holds *corev1.ConfigMap rather than maps. It asks for
+// protobuf first, as client-go's clientsets do when configured the way the control plane runs
+// them: the server answers protobuf for built-in types and JSON for custom resources.
 func Typed(scheme *runtime.Scheme) Decoder {
 	return typedDecoder{d: serializer.NewCodecFactory(scheme).UniversalDeserializer()}
 }
 
 type typedDecoder struct{ d runtime.Decoder }
 
-func (t typedDecoder) DecodeList(body []byte) ([]any, string, string, error) {
-	obj, _, err := t.d.Decode(body, nil, nil)
+func (typedDecoder) MediaTypes() []string { return []string{MediaProtobuf, MediaJSON} }
+
+// The universal deserializer tells protobuf from JSON by the bytes (protobuf starts with its
+// magic number); the media type is checked first so that a body can only be what the server
+// said it was.
+func (t typedDecoder) decode(mediaType string, raw []byte) (runtime.Object, error) {
+	if err := only(mediaType, MediaProtobuf, MediaJSON); err != nil {
+		return nil, err
+	}
+	if isProtobuf := bytes.HasPrefix(raw, protobufMagic); isProtobuf != (mediaType == MediaProtobuf) {
+		return nil, fmt.Errorf("the body is not %s", mediaType)
+	}
+	obj, _, err := t.d.Decode(raw, nil, nil)
+	return obj, err
+}
+
+func (t typedDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
+	obj, err := t.decode(mediaType, body)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -75,20 +116,31 @@ func (t typedDecoder) DecodeList(body []byte) ([]any, string, string, error) {
 	return items, lm.GetResourceVersion(), lm.GetContinue(), nil
 }
 
-func (t typedDecoder) DecodeObject(raw []byte) (any, error) {
-	obj, _, err := t.d.Decode(raw, nil, nil)
-	return obj, err
+func (t typedDecoder) DecodeObject(mediaType string, raw []byte) (any, error) {
+	return t.decode(mediaType, raw)
 }
 
 // Metadata decodes into *metav1.PartialObjectMetadata: what a server sends for a metadata-only
-// request, and what any object's JSON decodes to when only its metadata is kept.
+// request, in protobuf (for built-in and custom resources alike) or JSON, and what any object's
+// JSON decodes to when only its metadata is kept.
 func Metadata() Decoder { return metadataDecoder{} }
 
 type metadataDecoder struct{}
 
-func (metadataDecoder) DecodeList(body []byte) ([]any, string, string, error) {
+func (metadataDecoder) MediaTypes() []string { return []string{MediaProtobuf, MediaJSON} }
+
+func (metadataDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
+	if err := only(mediaType, MediaProtobuf, MediaJSON); err != nil {
+		return nil, "", "", err
+	}
 	var l metav1.PartialObjectMetadataList
-	if err := jsonUnmarshalStrictCase(body, &l); err != nil {
+	var err error
+	if mediaType == MediaProtobuf {
+		err = decodeWireProtobuf(body, &l)
+	} else {
+		err = jsonUnmarshalStrictCase(body, &l)
+	}
+	if err != nil {
 		return nil, "", "", err
 	}
 	items := make([]any, len(l.Items))
@@ -99,9 +151,18 @@ func (metadataDecoder) DecodeList(body []byte) ([]any, string, string, error) {
 	return items, l.ResourceVersion, l.Continue, nil
 }
 
-func (metadataDecoder) DecodeObject(raw []byte) (any, error) {
+func (metadataDecoder) DecodeObject(mediaType string, raw []byte) (any, error) {
+	if err := only(mediaType, MediaProtobuf, MediaJSON); err != nil {
+		return nil, err
+	}
 	m := &metav1.PartialObjectMetadata{}
-	if err := jsonUnmarshalStrictCase(raw, m); err != nil {
+	var err error
+	if mediaType == MediaProtobuf {
+		err = decodeWireProtobuf(raw, m)
+	} else {
+		err = jsonUnmarshalStrictCase(raw, m)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -2,8 +2,15 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/transport/httpapi"
@@ -25,25 +32,67 @@ func FuzzWatchStream(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var events []fsm.Event
-		httpapi.DecodeStreamForTest(io.NopCloser(bytes.NewReader(body)), 4096, func(e fsm.Event) bool {
-			events = append(events, e)
-			return true
-		})
-		if len(events) == 0 {
-			t.Fatal("stream ended without a terminal event")
-		}
-		for i, e := range events {
-			terminal := e.Kind == fsm.EvWatchEnded || e.Kind == fsm.EvWatchError
-			if terminal != (i == len(events)-1) {
-				t.Fatalf("event %d of %d: %s", i, len(events), e)
-			}
-			if e.Kind == fsm.EvWatchEvent && e.Type != fsm.Bookmark && (e.Object == nil || e.Key == "") {
-				t.Fatalf("object event without object or key: %s", e)
-			}
-			if e.Failure != nil && e.Failure.Status == nil && e.Failure.Transport == fsm.NoTransportError {
-				t.Fatalf("failure that says nothing: %s", e)
-			}
-		}
+		checkStream(t, body, httpapi.DecodeStreamForTest)
 	})
+}
+
+// FuzzProtobufWatchStream does the same for protobuf streams: length-delimited frames of
+// metav1.WatchEvent, decoded typed. The seeds are real frames (as apimachinery writes them) and
+// the ways they go wrong.
+func FuzzProtobufWatchStream(f *testing.F) {
+	frame := func(typ string, obj runtime.Object) []byte {
+		info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+		raw, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), obj)
+		if err != nil {
+			f.Fatal(err)
+		}
+		b, err := (&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: raw}}).Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "5"}}
+	expired := apierrors.NewResourceExpired("too old").Status()
+	added := frame("ADDED", cm)
+	for _, seed := range [][]byte{
+		added,
+		append(append([]byte{}, added...), frame("DELETED", cm)...),
+		frame("ERROR", &expired),
+		frame("ERROR", cm),
+		frame("BOOKMARK", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}}),
+		added[:len(added)/2],
+		{0, 0, 0, 3, 1, 2, 3},
+		{},
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkStream(t, body, httpapi.DecodeProtobufStreamForTest)
+	})
+}
+
+// checkStream decodes body and checks what every stream must satisfy: exactly one terminal
+// event, last; a key on every object event; a failure that says what it is.
+func checkStream(t *testing.T, body []byte, decode func(io.ReadCloser, int64, func(fsm.Event) bool)) {
+	var events []fsm.Event
+	decode(io.NopCloser(bytes.NewReader(body)), 4096, func(e fsm.Event) bool {
+		events = append(events, e)
+		return true
+	})
+	if len(events) == 0 {
+		t.Fatal("stream ended without a terminal event")
+	}
+	for i, e := range events {
+		terminal := e.Kind == fsm.EvWatchEnded || e.Kind == fsm.EvWatchError
+		if terminal != (i == len(events)-1) {
+			t.Fatalf("event %d of %d: %s", i, len(events), e)
+		}
+		if e.Kind == fsm.EvWatchEvent && e.Type != fsm.Bookmark && (e.Object == nil || e.Key == "") {
+			t.Fatalf("object event without object or key: %s", e)
+		}
+		if e.Failure != nil && e.Failure.Status == nil && e.Failure.Transport == fsm.NoTransportError {
+			t.Fatalf("failure that says nothing: %s", e)
+		}
+	}
 }

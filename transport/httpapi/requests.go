@@ -28,22 +28,18 @@ func (t *Transport) get(ctx context.Context, c *fsm.Command) (*http.Response, er
 	return t.cfg.Client.Do(req)
 }
 
-// Accept headers of metadata-only requests: the server answers with PartialObjectMetadata, as
-// it does for client-go's metadata client (a server that cannot falls back to plain JSON, which
-// decodes into the same types).
-const (
-	acceptMetadataList  = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
-	acceptMetadataWatch = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
-)
-
+// accept is the Accept header of the request for c. A metadata-only request asks for
+// PartialObjectMetadata(List), as client-go's metadata client does.
 func (t *Transport) accept(c *fsm.Command) string {
+	as := ""
 	switch {
 	case !t.cfg.MetadataOnly:
-		return "application/json"
 	case c.Kind == fsm.CmdListPage:
-		return acceptMetadataList
+		as = "PartialObjectMetadataList"
+	default:
+		as = "PartialObjectMetadata"
 	}
-	return acceptMetadataWatch
+	return acceptHeader(t.media, as)
 }
 
 // List performs the LIST page request c asks for and returns what came back: EvListPage or
@@ -67,7 +63,7 @@ func (t *Transport) List(ctx context.Context, c fsm.Command) (e fsm.Event, ok bo
 	case int64(len(body)) > t.cfg.MaxListBytes:
 		return failed(transport.Failure(&fsm.DecodeError{Err: fmt.Errorf("LIST response exceeds %d bytes", t.cfg.MaxListBytes)}))
 	}
-	items, rv, cont, err := t.cfg.Decoder.DecodeList(body)
+	items, rv, cont, err := t.cfg.Decoder.DecodeList(t.answered(resp), body)
 	if err != nil {
 		return failed(transport.Failure(&fsm.DecodeError{Err: fmt.Errorf("LIST response: %w (%s)", err, printable(body, 80))}))
 	}
@@ -92,15 +88,22 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 	if !emit(fsm.Event{Kind: fsm.EvWatchOpened, Request: c.Request}) {
 		return
 	}
-	t.decodeStream(ctx, resp.Body, c.Request, emit)
+	t.decodeStream(ctx, resp.Body, t.answered(resp), c.Request, emit)
 }
 
-// decodeStream turns the frames of a watch body into events for emit until the stream ends,
-// emit refuses, or ctx is done. The last event it emits is the one that ended the stream
-// (EvWatchEnded or EvWatchError), unless ctx ended it.
-func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, request uint64, emit func(fsm.Event) bool) {
+// decodeStream turns the frames of a watch body in the given media type into events for emit
+// until the stream ends, emit refuses, or ctx is done. The last event it emits is the one that
+// ended the stream (EvWatchEnded or EvWatchError), unless ctx ended it. JSON streams are a
+// sequence of JSON objects; protobuf streams are length-delimited frames, each a
+// metav1.WatchEvent whose object is a protobuf body of its own.
+func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media string, request uint64, emit func(fsm.Event) bool) {
 	lim := &frameLimiter{r: body, max: t.cfg.MaxFrameBytes}
-	dec := streaming.NewDecoder(framer.NewJSONFramedReader(lim), watchEventDecoder{})
+	var dec streaming.Decoder
+	if media == MediaProtobuf {
+		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), protobufWatchEventDecoder{})
+	} else {
+		dec = streaming.NewDecoder(framer.NewJSONFramedReader(lim), watchEventDecoder{})
+	}
 	defer dec.Close()
 	for {
 		var we metav1.WatchEvent
@@ -117,7 +120,7 @@ func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, reques
 			emit(fsm.Event{Kind: fsm.EvWatchEnded, Request: request, Failure: f})
 			return
 		}
-		e, ok := t.frameEvent(&we, request)
+		e, ok := t.frameEvent(&we, media, request)
 		if !emit(e) || !ok {
 			return
 		}
@@ -125,7 +128,7 @@ func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, reques
 }
 
 // frameEvent translates one frame. ok is false when the stream must end after it.
-func (t *Transport) frameEvent(we *metav1.WatchEvent, request uint64) (fsm.Event, bool) {
+func (t *Transport) frameEvent(we *metav1.WatchEvent, media string, request uint64) (fsm.Event, bool) {
 	e := fsm.Event{Kind: fsm.EvWatchEvent, Request: request}
 	ended := func(err error) (fsm.Event, bool) {
 		return fsm.Event{Kind: fsm.EvWatchEnded, Request: request, Failure: transport.Failure(&fsm.DecodeError{Err: err})}, false
@@ -140,7 +143,7 @@ func (t *Transport) frameEvent(we *metav1.WatchEvent, request uint64) (fsm.Event
 	case "BOOKMARK":
 		e.Type = fsm.Bookmark
 	case "ERROR":
-		st, ok := decodeStatus(we.Object.Raw)
+		st, ok := decodeStatus(media, we.Object.Raw)
 		if !ok {
 			return fsm.Event{Kind: fsm.EvWatchError, Request: request, Failure: &fsm.Failure{Transport: fsm.Decode,
 				Message: "ERROR event without a Status object: " + printable(we.Object.Raw, 120)}}, false
@@ -149,7 +152,7 @@ func (t *Transport) frameEvent(we *metav1.WatchEvent, request uint64) (fsm.Event
 	default:
 		return ended(fmt.Errorf("unknown watch event type %q", printable([]byte(we.Type), 40)))
 	}
-	obj, err := t.cfg.Decoder.DecodeObject(we.Object.Raw)
+	obj, err := t.cfg.Decoder.DecodeObject(media, we.Object.Raw)
 	if err != nil {
 		return ended(fmt.Errorf("%s object: %w", we.Type, err))
 	}
@@ -172,6 +175,21 @@ func (watchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into ru
 		// Marked here, where it is known to be about the bytes: sigs.k8s.io/json's syntax
 		// errors are its own types, which a caller cannot match.
 		return nil, nil, &fsm.DecodeError{Err: err}
+	}
+	return we, nil, nil
+}
+
+// protobufWatchEventDecoder decodes a length-delimited frame into metav1.WatchEvent with its
+// generated protobuf code, leaving the object raw for the configured Decoder.
+type protobufWatchEventDecoder struct{}
+
+func (protobufWatchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	we, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return nil, nil, fmt.Errorf("watch frames decode into *metav1.WatchEvent, not %T", into)
+	}
+	if err := we.Unmarshal(data); err != nil {
+		return nil, nil, &fsm.DecodeError{Err: fmt.Errorf("protobuf watch frame: %w", err)}
 	}
 	return we, nil, nil
 }

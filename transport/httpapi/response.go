@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,7 +30,7 @@ func failureFromResponse(resp *http.Response, now time.Time) *fsm.Failure {
 		f.RetryAfter, f.HasRetryAfter = d, true
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	if st, ok := decodeStatus(body); ok {
+	if st, ok := decodeStatus(bodyMedia(resp.Header.Get("Content-Type")), body); ok {
 		f.Status = st
 		f.Message = st.Message
 		if f.Message == "" {
@@ -47,10 +48,20 @@ func failureFromResponse(resp *http.Response, now time.Time) *fsm.Failure {
 	return f
 }
 
-// decodeStatus accepts a body only if it really is a metav1.Status.
-func decodeStatus(b []byte) (*metav1.Status, bool) {
+// decodeStatus accepts a body only if it really is a metav1.Status, in JSON or in protobuf (the
+// server writes its errors in the format it negotiated for the request).
+func decodeStatus(media string, b []byte) (*metav1.Status, bool) {
 	var st metav1.Status
-	if len(b) == 0 || json.Unmarshal(b, &st) != nil || st.Kind != "Status" {
+	if len(b) == 0 {
+		return nil, false
+	}
+	if media == MediaProtobuf || bytes.HasPrefix(b, protobufMagic) {
+		if decodeWireProtobuf(b, &st) != nil {
+			return nil, false
+		}
+		return &st, true
+	}
+	if json.Unmarshal(b, &st) != nil || st.Kind != "Status" {
 		return nil, false
 	}
 	return &st, true
