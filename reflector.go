@@ -20,9 +20,9 @@ type Reflector struct {
 	cfg       Config
 	transport *httpapi.Transport
 	driver    driver.Config
-	machine *transitions.Machine
-	count   *counter
-	running atomic.Bool
+	machine   *transitions.Machine
+	count     *counter
+	running   atomic.Bool
 }
 
 // New validates all of cfg — the connection, the resource, the policy — and fills in defaults,
