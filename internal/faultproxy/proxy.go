@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -27,9 +26,9 @@ type Config struct {
 	// token live (e.g. from rest.TransportFor). nil means
 	// http.DefaultTransport.
 	Transport http.RoundTripper
-	// ForceJSON rewrites Accept on GETs to application/json. Injection into a
-	// watch needs to find frame boundaries and only understands the JSON
-	// encoding, while client-go's typed clients prefer protobuf.
+	// ForceJSON rewrites Accept on GETs to application/json, so that every
+	// response is JSON whatever the client asked for. Faults are injected in
+	// JSON and protobuf streams alike; this is for tests that want one format.
 	ForceJSON bool
 }
 
@@ -219,9 +218,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				w.Header().Add(k, v)
 			}
 		}
-		w.Header().Set("Content-Type", "application/json")
+		// In the format the server would have answered in, so a protobuf client
+		// reads a protobuf Status.
+		enc := negotiated(r.Header.Get("Accept"))
+		w.Header().Set("Content-Type", enc.contentType)
 		w.WriteHeader(int(st.Code))
-		_, _ = w.Write(encodeStatus(st))
+		_, _ = w.Write(enc.status(st))
 		p.update(func() { rec.Status = int(st.Code) })
 		return
 	case actRefuse:
@@ -255,16 +257,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.update(func() { rec.Status = resp.StatusCode })
 
 	if rec.Kind == Watch && resp.StatusCode == http.StatusOK {
-		if !isJSON(resp.Header.Get("Content-Type")) {
-			// Frame boundaries are unknown (protobuf, say): relay the bytes
+		enc, ok := encodingOf(resp.Header.Get("Content-Type"))
+		if !ok {
+			// Frame boundaries are unknown (CBOR, say): relay the bytes
 			// untouched rather than cut the stream at an arbitrary point.
 			if f.act != actPass && f.act != actDelay {
-				p.update(func() { rec.Fault += " (skipped: not a JSON stream; see Config.ForceJSON)" })
+				p.update(func() { rec.Fault += " (skipped: not a JSON or protobuf stream; see Config.ForceJSON)" })
 			}
 			relayBody(w, resp, Fault{})
 			return
 		}
-		p.relayWatch(ctx, w, resp, rec, f)
+		p.relayWatch(ctx, w, resp, rec, f, enc)
 		return
 	}
 	relayBody(w, resp, f)
@@ -341,11 +344,6 @@ func relayBody(w http.ResponseWriter, resp *http.Response, f Fault) {
 			return
 		}
 	}
-}
-
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 func flush(w http.ResponseWriter) {

@@ -2,6 +2,8 @@ package faultproxy
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,7 +19,9 @@ import (
 	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -379,9 +383,9 @@ func TestDelay(t *testing.T) {
 	assert.Equal(t, 200, resp.StatusCode)
 }
 
-func TestNonJSONWatchIsRelayedUntouched(t *testing.T) {
+func TestUnframedWatchIsRelayedUntouched(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
+		w.Header().Set("Content-Type", "application/cbor-seq")
 		_, _ = w.Write([]byte{0, 0, 0, 3, 'a', 'b', 'c'})
 	}))
 	t.Cleanup(up.Close)
@@ -473,4 +477,84 @@ func TestNewRejectsBadUpstream(t *testing.T) {
 		_, err := New(Config{Upstream: up})
 		assert.Error(t, err, up)
 	}
+}
+
+// In a protobuf watch the proxy finds frames as apimachinery's length-delimited framer writes
+// them, relays them intact, and injects its ERROR event in protobuf: a WatchEvent whose object
+// is a Status with its envelope, which apimachinery decodes as the server's own.
+func TestProtobufWatchFaults(t *testing.T) {
+	frame := func(typ string, raw []byte) []byte {
+		b, err := (&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: raw}}).Marshal()
+		require.NoError(t, err)
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+	}
+	first, second := frame("ADDED", []byte("one")), frame("MODIFIED", []byte("two"))
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;stream=watch")
+		_, _ = w.Write(first)
+		w.(http.Flusher).Flush()
+		time.Sleep(50 * time.Millisecond)
+		_, _ = w.Write(second)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(up.Close)
+	tr := &http.Transport{}
+	p, err := New(Config{Upstream: up.URL, Transport: tr})
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close(); tr.CloseIdleConnections() })
+	p.AddRule(Rule{Kind: Watch, Fault: WatchError(TooManyRequests(2)).AfterEvents(1)})
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(p.URL() + "/api/v1/configmaps?watch=1")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(body, first), "the first frame is relayed intact")
+	rest := body[len(first):]
+	require.GreaterOrEqual(t, len(rest), 4)
+	n := binary.BigEndian.Uint32(rest)
+	require.Len(t, rest, int(4+n), "exactly one more frame, whole")
+	var we metav1.WatchEvent
+	require.NoError(t, we.Unmarshal(rest[4:]))
+	require.Equal(t, "ERROR", we.Type)
+	st := decodeProtobufStatus(t, we.Object.Raw)
+	require.Equal(t, metav1.StatusReasonTooManyRequests, st.Reason)
+	require.Equal(t, int32(2), st.Details.RetryAfterSeconds)
+	require.Equal(t, 1, p.Requests()[0].Events)
+}
+
+// A response fault answers in the format the client asked for first, as the server does.
+func TestRespondInTheNegotiatedFormat(t *testing.T) {
+	u := newUpstream(t, 0)
+	p, c := newProxy(t, u, false)
+	p.AddRule(Rule{Kind: List, Times: 2, Fault: Respond(TooManyRequests(3))})
+	for accept, want := range map[string]string{
+		"application/vnd.kubernetes.protobuf, application/json": "application/vnd.kubernetes.protobuf",
+		"application/json": "application/json",
+	} {
+		req, _ := http.NewRequest(http.MethodGet, p.URL()+"/api/v1/configmaps", nil)
+		req.Header.Set("Accept", accept)
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+		require.Equal(t, want, resp.Header.Get("Content-Type"))
+		var st metav1.Status
+		if want == "application/json" {
+			require.NoError(t, json.Unmarshal(body, &st))
+		} else {
+			st = decodeProtobufStatus(t, body)
+		}
+		require.Equal(t, int32(3), st.Details.RetryAfterSeconds)
+	}
+}
+
+func decodeProtobufStatus(t *testing.T, raw []byte) metav1.Status {
+	t.Helper()
+	var st metav1.Status
+	obj, _, err := protobuf.NewSerializer(statusScheme, statusScheme).Decode(raw, nil, &st)
+	require.NoError(t, err)
+	require.Same(t, &st, obj)
+	return st
 }

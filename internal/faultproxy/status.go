@@ -7,9 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // The helpers below build the Status errors a real kube-apiserver sends, so
@@ -78,17 +76,4 @@ func encodeStatus(st metav1.Status) []byte {
 		panic(fmt.Sprintf("faultproxy: marshal Status: %v", err))
 	}
 	return b
-}
-
-// errorEvent is one watch frame carrying st, in the API server's JSON watch
-// encoding.
-func errorEvent(st metav1.Status) []byte {
-	b, err := json.Marshal(metav1.WatchEvent{
-		Type:   string(watch.Error),
-		Object: runtime.RawExtension{Raw: encodeStatus(st)},
-	})
-	if err != nil {
-		panic(fmt.Sprintf("faultproxy: marshal watch event: %v", err))
-	}
-	return append(b, '\n')
 }

@@ -2,37 +2,27 @@ package faultproxy
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 )
 
-// halfFrame is what Truncate writes into a watch: the start of an event
-// that never ends, so the client's decoder fails mid-object.
-const halfFrame = `{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"trunc`
-
-// relayWatch copies a watch stream frame by frame, flushing each one at
-// once, and applies a stream fault between frames when it is due.
-func (p *Proxy) relayWatch(ctx context.Context, w http.ResponseWriter, resp *http.Response, rec *Record, f Fault) {
-	// Most of the fault needs a frame boundary; decoding JSON values (the API
-	// server writes one event object per line) gives exactly that.
-	frames := make(chan json.RawMessage)
+// relayWatch copies a watch stream in encoding enc frame by frame, flushing
+// each one at once, and applies a stream fault between frames when it is due.
+func (p *Proxy) relayWatch(ctx context.Context, w http.ResponseWriter, resp *http.Response, rec *Record, f Fault, enc encoding) {
+	// Most of the fault needs a frame boundary.
+	frames := make(chan []byte)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
 		defer close(frames)
-		dec := json.NewDecoder(resp.Body)
-		for {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return
-			}
+		enc.readFrames(resp.Body, func(frame []byte) bool {
 			select {
-			case frames <- raw:
+			case frames <- frame:
+				return true
 			case <-done:
-				return
+				return false
 			}
-		}
+		})
 	}()
 	// Closing the body unblocks the decoder goroutine if we return first.
 	defer resp.Body.Close()
@@ -49,7 +39,7 @@ func (p *Proxy) relayWatch(ctx context.Context, w http.ResponseWriter, resp *htt
 	events := 0
 	for {
 		if streamFault && delayPassed && events >= f.afterEvents {
-			applyStreamFault(w, f)
+			applyStreamFault(w, f, enc)
 			return
 		}
 		select {
@@ -57,7 +47,7 @@ func (p *Proxy) relayWatch(ctx context.Context, w http.ResponseWriter, resp *htt
 			if !ok {
 				return
 			}
-			if _, err := w.Write(append(raw, '\n')); err != nil {
+			if _, err := w.Write(raw); err != nil {
 				return
 			}
 			flush(w)
@@ -71,18 +61,18 @@ func (p *Proxy) relayWatch(ctx context.Context, w http.ResponseWriter, resp *htt
 	}
 }
 
-func applyStreamFault(w http.ResponseWriter, f Fault) {
+func applyStreamFault(w http.ResponseWriter, f Fault, enc encoding) {
 	switch f.act {
 	case actInject:
 		// The real server ends the watch after an ERROR event; returning
 		// does the same here.
-		_, _ = w.Write(errorEvent(statusOf(f.err)))
+		_, _ = w.Write(enc.errorEvent(statusOf(f.err)))
 		flush(w)
 	case actReset:
 		flush(w)
 		abort(w, true)
 	case actTruncate:
-		_, _ = w.Write([]byte(halfFrame))
+		_, _ = w.Write(enc.halfFrame)
 		flush(w)
 		abort(w, false)
 	}
