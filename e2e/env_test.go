@@ -14,17 +14,41 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
-// forEachBackend runs a scenario on the simulator and on the real server.
+// forEachBackend runs a scenario on the simulator and on the real server, and on the real
+// server once more in protobuf.
 func forEachBackend(t *testing.T, scenario func(t *testing.T, b backend)) {
 	t.Run("sim", func(t *testing.T) { scenario(t, newSimBackend(t)) })
 	t.Run("kube-apiserver", func(t *testing.T) { scenario(t, sharedReal(t)) })
+	t.Run("kube-apiserver-protobuf", func(t *testing.T) { scenario(t, inProtobuf{sharedReal(t)}) })
+}
+
+// inProtobuf is a backend whose reflectors ask for protobuf only: configmaps decoded into
+// their Go type, and the CRD (which the server does not serve in protobuf) as
+// PartialObjectMetadata, which it does. The fault proxy injects its faults in protobuf too.
+type inProtobuf struct{ backend }
+
+func (b inProtobuf) Name() string { return b.backend.Name() + " (protobuf)" }
+
+// wire sets cfg up for b's encoding.
+func wire(b backend, gvr schema.GroupVersionResource, cfg *rewatch.Config) {
+	if _, ok := b.(inProtobuf); !ok {
+		return
+	}
+	cfg.Format = rewatch.FormatProtobuf
+	if gvr == configMaps {
+		cfg.Decoder = httpapi.Typed(scheme.Scheme)
+	} else {
+		cfg.Decoder = httpapi.Metadata()
+	}
 }
 
 // env is one reflector in its own namespace, behind its own fault proxy.
@@ -59,7 +83,8 @@ func newEnv(t *testing.T, b backend, gvr schema.GroupVersionResource, objects in
 	for i := range objects {
 		require.NoError(t, b.Put(t.Context(), gvr, ns, fmt.Sprintf("obj-%d", i), "0"))
 	}
-	p, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport(), ForceJSON: true})
+	_, protobuf := b.(inProtobuf)
+	p, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport(), ForceJSON: !protobuf})
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 	return &env{t: t, b: b, gvr: gvr, ns: ns, proxy: p, store: driver.NewMemStore()}
@@ -84,6 +109,7 @@ func (e *env) start(mod func(*rewatch.Config)) {
 			e.mu.Unlock()
 		},
 	}
+	wire(e.b, e.gvr, &cfg)
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -227,8 +253,12 @@ var (
 	results   []result
 )
 
-// report records a scenario's request counts for the table TestMain prints.
+// report records a scenario's request counts for the table TestMain prints. A protobuf run
+// must have been answered in protobuf, or it proved nothing about protobuf.
 func (e *env) report(scenario, note string) {
+	if _, ok := e.b.(inProtobuf); ok {
+		require.Equal(e.t, "protobuf", e.r.Stats().AnsweredFormat, "the server did not answer in protobuf")
+	}
 	lists, watches := e.proxy.Counts()
 	resultsMu.Lock()
 	results = append(results, result{scenario, e.b.Name(), lists, watches, note})

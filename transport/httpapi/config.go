@@ -89,6 +89,11 @@ func (c Config) effectiveDecoder() Decoder {
 
 func (c Config) withDefaults() Config {
 	c.Decoder = c.effectiveDecoder()
+	if _, ok := c.Decoder.(metadataDecoder); ok {
+		// Asking for PartialObjectMetadata costs nothing and is what makes protobuf possible
+		// for every resource: a full custom resource is never served in protobuf.
+		c.MetadataOnly = true
+	}
 	if c.MaxFrameBytes == 0 {
 		c.MaxFrameBytes = DefaultMaxFrameBytes
 	}

@@ -122,7 +122,8 @@ func (t typedDecoder) DecodeObject(mediaType string, raw []byte) (any, error) {
 
 // Metadata decodes into *metav1.PartialObjectMetadata: what a server sends for a metadata-only
 // request, in protobuf (for built-in and custom resources alike) or JSON, and what any object's
-// JSON decodes to when only its metadata is kept.
+// JSON decodes to when only its metadata is kept. A transport with this decoder makes
+// metadata-only requests, as if Config.MetadataOnly were set.
 func Metadata() Decoder { return metadataDecoder{} }
 
 type metadataDecoder struct{}

@@ -365,3 +365,18 @@ func TestHostileProtobufFrames(t *testing.T) {
 		})
 	}
 }
+
+// The Metadata decoder asks for PartialObjectMetadata even without MetadataOnly: otherwise a
+// server would answer a full object in protobuf, which it cannot decode.
+func TestMetadataDecoderAsksForMetadata(t *testing.T) {
+	var accept string
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		accept = r.Header.Get("Accept")
+		rw.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	tr, err := httpapi.New(httpapi.Config{Client: &http.Client{}, Server: srv.URL, Resource: configMaps, Decoder: httpapi.Metadata()})
+	require.NoError(t, err)
+	tr.List(context.Background(), fsm.Command{Kind: fsm.CmdListPage, Request: 1})
+	require.True(t, strings.HasPrefix(accept, "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"), accept)
+}
