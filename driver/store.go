@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,51 +30,78 @@ func KeyOf(obj any) (string, error) {
 	return m.GetName(), nil
 }
 
-// MemStore is the built-in store: a map from namespace/name to object behind a RWMutex.
+// MemStore is the built-in store: a map from namespace and name to object behind a RWMutex.
+// The map is keyed by the two strings the object already holds rather than by the
+// "namespace/name" key, so that storing an object allocates no key.
 type MemStore struct {
 	mu    sync.RWMutex
-	items map[string]any
+	items map[objectName]any
 	rv    string
 }
 
+type objectName struct{ namespace, name string }
+
+func (n objectName) key() string {
+	if n.namespace == "" {
+		return n.name
+	}
+	return n.namespace + "/" + n.name
+}
+
+func nameOf(obj any) (objectName, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return objectName{}, fmt.Errorf("object has no metadata: %w", err)
+	}
+	return objectName{m.GetNamespace(), m.GetName()}, nil
+}
+
+// nameOfKey parses a namespace/name key ("name" alone for a cluster-scoped object).
+func nameOfKey(key string) objectName {
+	if ns, name, ok := strings.Cut(key, "/"); ok {
+		return objectName{ns, name}
+	}
+	return objectName{name: key}
+}
+
 // NewMemStore returns an empty store.
-func NewMemStore() *MemStore { return &MemStore{items: map[string]any{}} }
+func NewMemStore() *MemStore { return &MemStore{items: map[objectName]any{}} }
 
 func (s *MemStore) Add(obj any) error    { return s.put(obj) }
 func (s *MemStore) Update(obj any) error { return s.put(obj) }
 
 func (s *MemStore) put(obj any) error {
-	key, err := KeyOf(obj)
+	n, err := nameOf(obj)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.items[key] = obj
+	s.items[n] = obj
 	s.mu.Unlock()
 	return nil
 }
 
 // Delete removes obj by key; deleting what is not there is not an error (client-go agrees).
 func (s *MemStore) Delete(obj any) error {
-	key, err := KeyOf(obj)
+	n, err := nameOf(obj)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	delete(s.items, key)
+	delete(s.items, n)
 	s.mu.Unlock()
 	return nil
 }
 
 // Replace swaps the whole content atomically.
 func (s *MemStore) Replace(items []any, resourceVersion string) error {
-	next := make(map[string]any, len(items))
+	next := make(map[objectName]any, len(items))
 	for _, obj := range items {
-		key, err := KeyOf(obj)
+		n, err := nameOf(obj)
 		if err != nil {
 			return err
 		}
-		next[key] = obj
+		next[n] = obj
 	}
 	s.mu.Lock()
 	s.items, s.rv = next, resourceVersion
@@ -81,11 +109,11 @@ func (s *MemStore) Replace(items []any, resourceVersion string) error {
 	return nil
 }
 
-// GetByKey returns the object stored under key.
+// GetByKey returns the object stored under the namespace/name key.
 func (s *MemStore) GetByKey(key string) (any, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	obj, ok := s.items[key]
+	obj, ok := s.items[nameOfKey(key)]
 	return obj, ok
 }
 
@@ -101,8 +129,8 @@ func (s *MemStore) ListKeys() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	keys := make([]string, 0, len(s.items))
-	for k := range s.items {
-		keys = append(keys, k)
+	for n := range s.items {
+		keys = append(keys, n.key())
 	}
 	return keys
 }
@@ -123,9 +151,9 @@ func (s *MemStore) Versions() map[string]string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make(map[string]string, len(s.items))
-	for k, v := range s.items {
+	for n, v := range s.items {
 		if m, err := meta.Accessor(v); err == nil {
-			out[k] = m.GetResourceVersion()
+			out[n.key()] = m.GetResourceVersion()
 		}
 	}
 	return out
