@@ -23,10 +23,11 @@ import (
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
-// forEachBackend runs a scenario on the simulator and on the real server, and on the real
-// server once more in protobuf.
+// forEachBackend runs a scenario on the simulator and on the real server, each in JSON and in
+// protobuf.
 func forEachBackend(t *testing.T, scenario func(t *testing.T, b backend)) {
 	t.Run("sim", func(t *testing.T) { scenario(t, newSimBackend(t)) })
+	t.Run("sim-protobuf", func(t *testing.T) { scenario(t, inProtobuf{newSimBackend(t)}) })
 	t.Run("kube-apiserver", func(t *testing.T) { scenario(t, sharedReal(t)) })
 	t.Run("kube-apiserver-protobuf", func(t *testing.T) { scenario(t, inProtobuf{sharedReal(t)}) })
 }

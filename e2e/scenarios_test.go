@@ -173,6 +173,7 @@ func TestRealExpiryAfterCompaction(t *testing.T) {
 	// Bookmarks would carry the reflector's RV past the compaction (as they should); the real
 	// server's etcd-served watch sends none either.
 	t.Run("sim", func(t *testing.T) { run(t, newSimBackendWithBookmarks(t, time.Hour)) })
+	t.Run("sim-protobuf", func(t *testing.T) { run(t, inProtobuf{newSimBackendWithBookmarks(t, time.Hour)}) })
 	t.Run("kube-apiserver", func(t *testing.T) {
 		// Compaction only reaches a watch served by etcd; the watch cache keeps recent history.
 		rb, err := testbackend.StartRealWithin(20*time.Minute, apiserverNoWatchCache())
@@ -181,6 +182,7 @@ func TestRealExpiryAfterCompaction(t *testing.T) {
 		}
 		t.Cleanup(rb.Server.Stop)
 		run(t, rb)
+		t.Run("protobuf", func(t *testing.T) { run(t, inProtobuf{rb}) })
 	})
 }
 

@@ -52,25 +52,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, apierrors.NewMethodNotSupported(res.gvr.GroupResource(), strings.ToLower(r.Method)))
 		return
 	}
-	if !acceptsJSON(r.Header.Get("Accept")) {
-		writeStatus(w, notAcceptable())
-		return
-	}
 	opts, err := parseListOptions(r)
 	if err != nil {
 		writeStatus(w, err)
 		return
 	}
+	enc, ok := negotiate(r.Header.Get("Accept"), res, opts.Watch)
+	if !ok {
+		writeStatus(w, notAcceptable(res))
+		return
+	}
 	p, err := newPredicate(namespace, opts)
 	if err != nil {
-		writeStatus(w, err)
+		enc.writeStatus(w, err)
 		return
 	}
 	if opts.Watch {
-		s.serveWatch(w, r, res, p, opts)
+		s.serveWatch(w, r, res, enc, p, opts)
 		return
 	}
-	s.serveList(w, r, res, p, opts)
+	s.serveList(w, r, res, enc, p, opts)
 }
 
 // route resolves a collection path. Resources are looked up by the
@@ -108,41 +109,20 @@ func notFound() *apierrors.StatusError {
 	}}
 }
 
-func notAcceptable() *apierrors.StatusError {
+func notAcceptable(res *resource) *apierrors.StatusError {
+	types := "application/json"
+	if res.servesProtobuf() {
+		types += ", " + mediaProtobuf
+	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
-		Message: "only the following media types are accepted: application/json",
+		Message: "only the following media types are accepted: " + types,
 		Reason:  metav1.StatusReasonNotAcceptable,
 		Code:    http.StatusNotAcceptable,
 	}}
 }
 
-// acceptsJSON is deliberately simple content negotiation: only JSON is
-// implemented, so a client that cannot take JSON (protobuf only, or
-// application/json;as=Table) must get 406 rather than bytes it misreads.
-func acceptsJSON(accept string) bool {
-	if strings.TrimSpace(accept) == "" {
-		return true
-	}
-	for _, part := range strings.Split(accept, ",") {
-		params := strings.Split(part, ";")
-		mt := strings.ToLower(strings.TrimSpace(params[0]))
-		if mt != "application/json" && mt != "*/*" && mt != "application/*" {
-			continue
-		}
-		plain := true
-		for _, p := range params[1:] {
-			if k, _, _ := strings.Cut(strings.TrimSpace(p), "="); k != "q" && k != "charset" {
-				plain = false
-			}
-		}
-		if plain {
-			return true
-		}
-	}
-	return false
-}
-
+// writeStatus answers in JSON, before a format was negotiated.
 func writeStatus(w http.ResponseWriter, err error) {
 	st := statusOf(err)
 	w.Header().Set("Content-Type", "application/json")

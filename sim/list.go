@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -44,7 +43,7 @@ func (s *Server) currentRV() uint64 {
 	return s.rv
 }
 
-func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *resource, p predicate, o internalversion.ListOptions) {
+func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *resource, enc encoding, p predicate, o internalversion.ListOptions) {
 	prefix := ""
 	if p.namespace != "" {
 		prefix = p.namespace + "/"
@@ -56,12 +55,12 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *resource
 	if o.Continue != "" {
 		// storage.ValidateListOptions
 		if o.ResourceVersion != "" && o.ResourceVersion != "0" {
-			writeStatus(w, apierrors.NewBadRequest("specifying resource version is not allowed when using continue"))
+			enc.writeStatus(w, apierrors.NewBadRequest("specifying resource version is not allowed when using continue"))
 			return
 		}
 		key, rv, err := decodeContinue(o.Continue, prefix)
 		if err != nil {
-			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err)))
+			enc.writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err)))
 			return
 		}
 		startKey, fromContinue = key, true
@@ -81,7 +80,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *resource
 		// Exact and NotOlderThan both wait for the cache to reach n
 		// (waitUntilFreshAndBlock), then fail with 504.
 		if n > 0 && !s.waitFresh(r.Context(), n) {
-			writeStatus(w, tooLarge(n, s.currentRV()))
+			enc.writeStatus(w, tooLarge(n, s.currentRV()))
 			return
 		}
 	}
@@ -99,10 +98,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *resource
 				// resumes at the same key at the latest RV.
 				err := apierrors.NewResourceExpired(msgInconsistentContinue)
 				err.ErrStatus.ListMeta.Continue = encodeContinue(startKey, prefix, -1)
-				writeStatus(w, err)
+				enc.writeStatus(w, err)
 				return
 			}
-			writeStatus(w, apierrors.NewResourceExpired(msgExpired))
+			enc.writeStatus(w, apierrors.NewResourceExpired(msgExpired))
 			return
 		}
 		state = res.stateAt(listRV)
@@ -140,7 +139,5 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *resource
 			list.RemainingItemCount = &n
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(list)
+	enc.writeBody(w, http.StatusOK, list)
 }

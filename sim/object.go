@@ -116,16 +116,21 @@ func (k kindInfo) bookmarkObject(rv uint64, initialEnd bool) any {
 	rvs := strconv.FormatUint(rv, 10)
 	tm := metav1.TypeMeta{Kind: k.kind, APIVersion: k.apiVersion}
 	if k.custom {
-		type meta struct {
-			ResourceVersion string            `json:"resourceVersion"`
-			Annotations     map[string]string `json:"annotations,omitempty"`
-		}
-		return struct {
-			metav1.TypeMeta `json:",inline"`
-			Metadata        meta `json:"metadata"`
-		}{tm, meta{rvs, ann}}
+		return customBookmark{tm, bookmarkMeta{rvs, ann}}
 	}
 	return wireObject{TypeMeta: tm, ObjectMeta: metav1.ObjectMeta{ResourceVersion: rvs, Annotations: ann}}
+}
+
+// customBookmark is the bookmark of a custom resource: metadata with a resourceVersion and
+// annotations only.
+type customBookmark struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        bookmarkMeta `json:"metadata"`
+}
+
+type bookmarkMeta struct {
+	ResourceVersion string            `json:"resourceVersion"`
+	Annotations     map[string]string `json:"annotations,omitempty"`
 }
 
 type wireList struct {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,9 +10,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 )
 
 const cmPath = "/api/v1/configmaps"
@@ -274,8 +280,10 @@ func TestErrorShapes(t *testing.T) {
 	require.Equal(t, metav1.StatusReasonNotFound, st.Reason)
 	require.Equal(t, "the server could not find the requested resource", st.Message)
 
-	require.Equal(t, http.StatusNotAcceptable, get(t, u, cmPath, nil, "application/vnd.kubernetes.protobuf").code)
-	require.Equal(t, http.StatusOK, get(t, u, cmPath, nil, "application/vnd.kubernetes.protobuf, application/json").code)
+	require.Equal(t, http.StatusNotAcceptable, get(t, u, cmPath, nil, "application/json;as=Table;g=meta.k8s.io;v=v1").code)
+	r = get(t, u, cmPath, nil, "application/vnd.kubernetes.protobuf, application/json")
+	require.Equal(t, http.StatusOK, r.code)
+	require.True(t, bytes.HasPrefix(r.body, []byte("k8s\x00")), "a built-in kind is served in protobuf when asked first")
 
 	first := decodeList(t, get(t, u, cmPath, url.Values{"limit": {"1"}}, ""))
 	r = get(t, u, cmPath, url.Values{"continue": {first.Metadata.Continue}, "resourceVersion": {"5"}}, "")
@@ -314,4 +322,70 @@ func TestSlowWatcherIsClosedNotBlocking(t *testing.T) {
 		t.Fatal("overflowing watcher still open")
 	}
 	require.Len(t, w.ch, 2)
+}
+
+// The simulator serves a built-in kind in protobuf as kube-apiserver does, so that client-go's
+// protobuf clientset lists, watches and reads errors from it; a custom resource it serves in
+// JSON only, and protobuf alone for one is 406.
+func TestProtobuf(t *testing.T) {
+	s, u, _ := startSim(t, Options{Resources: []GVR{ConfigMaps, Widgets}})
+	seed(t, s, 3)
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: u, ContentConfig: rest.ContentConfig{
+		ContentType: runtime.ContentTypeProtobuf, AcceptContentTypes: runtime.ContentTypeProtobuf}})
+	require.NoError(t, err)
+	l, err := cs.CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{Limit: 2})
+	require.NoError(t, err)
+	require.Len(t, l.Items, 2)
+	require.NotEmpty(t, l.Continue)
+	require.Equal(t, "cm-0", l.Items[0].Name)
+
+	w, err := cs.CoreV1().ConfigMaps("default").Watch(t.Context(), metav1.ListOptions{ResourceVersion: l.ResourceVersion, AllowWatchBookmarks: true})
+	require.NoError(t, err)
+	defer w.Stop()
+	_, err = s.Update(ConfigMaps, "default", "cm-1", map[string]string{"i": "new"})
+	require.NoError(t, err)
+	e := <-w.ResultChan()
+	require.Equal(t, watch.Modified, e.Type)
+	cm := e.Object.(*corev1.ConfigMap)
+	require.Equal(t, "cm-1", cm.Name)
+	require.Equal(t, map[string]string{"i": "new"}, cm.Data)
+
+	s.Compact()
+	w2, err := cs.CoreV1().ConfigMaps("default").Watch(t.Context(), metav1.ListOptions{ResourceVersion: "1"})
+	require.NoError(t, err)
+	defer w2.Stop()
+	e = <-w2.ResultChan()
+	require.Equal(t, watch.Error, e.Type)
+	require.Equal(t, metav1.StatusReasonExpired, e.Object.(*metav1.Status).Reason, "an ERROR event's Status in protobuf")
+
+	_, err = cs.CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{Continue: "garbage"})
+	require.True(t, apierrors.IsBadRequest(err), "a Status body in protobuf: %v", err)
+
+	require.Equal(t, http.StatusNotAcceptable, get(t, u, "/apis/demo.rewatch.dev/v1/namespaces/default/widgets", nil, runtime.ContentTypeProtobuf).code)
+	r := get(t, u, "/apis/demo.rewatch.dev/v1/namespaces/default/widgets", nil, "application/vnd.kubernetes.protobuf, application/json")
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, byte('{'), r.body[0], "a custom resource in JSON")
+
+	// Metadata only, in protobuf, for the custom resource too, as client-go's metadata client
+	// asks for it.
+	_, err = s.Create(Widgets, "default", "w-1", nil)
+	require.NoError(t, err)
+	mc, err := metadata.NewForConfig(&rest.Config{Host: u})
+	require.NoError(t, err)
+	ml, err := mc.Resource(Widgets).Namespace("default").List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, ml.Items, 1)
+	require.Equal(t, "w-1", ml.Items[0].Name)
+	mw, err := mc.Resource(Widgets).Namespace("default").Watch(t.Context(), metav1.ListOptions{ResourceVersion: ml.ResourceVersion})
+	require.NoError(t, err)
+	defer mw.Stop()
+	_, err = s.Update(Widgets, "default", "w-1", map[string]string{"x": "y"})
+	require.NoError(t, err)
+	e = <-mw.ResultChan()
+	require.Equal(t, watch.Modified, e.Type)
+	require.Equal(t, "w-1", e.Object.(*metav1.PartialObjectMetadata).Name)
+	r = get(t, u, "/apis/demo.rewatch.dev/v1/namespaces/default/widgets", nil,
+		"application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+	require.Equal(t, http.StatusOK, r.code)
+	require.True(t, bytes.HasPrefix(r.body, []byte("k8s\x00")), "metadata of a custom resource in protobuf")
 }

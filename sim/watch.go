@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -92,7 +91,7 @@ func (s *Server) enqueueBookmark(w *watcher) {
 	}
 }
 
-func (s *Server) serveWatch(rw http.ResponseWriter, r *http.Request, res *resource, p predicate, o internalversion.ListOptions) {
+func (s *Server) serveWatch(rw http.ResponseWriter, r *http.Request, res *resource, enc encoding, p predicate, o internalversion.ListOptions) {
 	ctx := r.Context()
 	// handlers/get.go ListResource: timeoutSeconds, else a random duration
 	// in [minRequestTimeout, 2*minRequestTimeout).
@@ -166,7 +165,7 @@ func (s *Server) serveWatch(rw http.ResponseWriter, r *http.Request, res *resour
 		s.mu.Unlock()
 	}()
 
-	rw.Header().Set("Content-Type", "application/json")
+	rw.Header().Set("Content-Type", enc.streamContentType())
 	rw.WriteHeader(http.StatusOK)
 	flusher, _ := rw.(http.Flusher)
 	flush := func() {
@@ -176,15 +175,14 @@ func (s *Server) serveWatch(rw http.ResponseWriter, r *http.Request, res *resour
 	}
 	flush()
 	if failure != nil {
-		st := statusOf(failure)
-		body, _ := json.Marshal(st)
-		_ = writeFrame(rw, watch.Error, body)
+		body, _ := enc.body(statusOf(failure))
+		_ = enc.writeFrame(rw, watch.Error, body)
 		flush()
 		return
 	}
 
 	for _, f := range initial {
-		if writeFrame(rw, f.typ, s.encode(res, f)) != nil {
+		if s.send(rw, res, enc, f) != nil {
 			return
 		}
 	}
@@ -206,7 +204,7 @@ func (s *Server) serveWatch(rw http.ResponseWriter, r *http.Request, res *resour
 	for {
 		select {
 		case f := <-w.ch:
-			if writeFrame(rw, f.typ, s.encode(res, f)) != nil {
+			if s.send(rw, res, enc, f) != nil {
 				return
 			}
 			flush()
@@ -237,24 +235,17 @@ func nextBookmark(now, deadline time.Time, interval time.Duration) (time.Duratio
 	return next.Sub(now), true
 }
 
-func (s *Server) encode(res *resource, f frame) []byte {
+// send writes frame f in enc; an error ends the stream.
+func (s *Server) send(rw http.ResponseWriter, res *resource, enc encoding, f frame) error {
 	var v any
 	if f.typ == watch.Bookmark {
 		v = res.bookmarkObject(f.rv, f.initialEnd)
 	} else {
 		v = res.wire(f.obj, true)
 	}
-	b, _ := json.Marshal(v)
-	return b
-}
-
-// writeFrame writes one event in the JSON watch framing kube-apiserver uses:
-// one {"type":…,"object":…} document per line.
-func writeFrame(rw http.ResponseWriter, typ watch.EventType, obj []byte) error {
-	b, err := json.Marshal(wireEvent{Type: string(typ), Object: obj})
+	b, err := enc.body(v)
 	if err != nil {
 		return err
 	}
-	_, err = rw.Write(append(b, '\n'))
-	return err
+	return enc.writeFrame(rw, f.typ, b)
 }
