@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,6 +190,25 @@ func benchPod(i, rv int) *corev1.Pod {
 
 func ptrTo[T any](v T) *T { return &v }
 
+// streams holds each generated stream for the rest of the process: -count repeats a
+// sub-benchmark, and encoding 100,000 objects takes longer than decoding them.
+var (
+	streamsMu sync.Mutex
+	streams   = map[string][]byte{}
+)
+
+func cachedStream(c wireCodec, object string, n, names int) []byte {
+	key := fmt.Sprintf("%s %s %d %d", c.media, object, n, names)
+	streamsMu.Lock()
+	defer streamsMu.Unlock()
+	if s, ok := streams[key]; ok {
+		return s
+	}
+	s := c.stream(object, n, names)
+	streams[key] = s
+	return s
+}
+
 // wireServer answers like kube-apiserver for a built-in type: in protobuf when the request lists
 // it first, else in JSON; an empty LIST at resourceVersion 1, and on a watch the stream in the
 // negotiated format, held open until the client goes away.
@@ -227,7 +247,7 @@ func benchWire(b *testing.B, object, media, runner string) {
 		n = podEvents()
 	}
 	c := codecFor(media)
-	stream := c.stream(object, n, names)
+	stream := cachedStream(c, object, n, names)
 	srv := wireServer(object, map[string][]byte{media: stream})
 	defer srv.Close()
 	resource := map[string]string{"pod": "pods", "configmap": "configmaps"}[object]

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +98,9 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 // sequence of JSON objects; protobuf streams are length-delimited frames, each a
 // metav1.WatchEvent whose object is a protobuf body of its own.
 func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media string, request uint64, emit func(fsm.Event) bool) {
-	lim := &frameLimiter{r: body, max: t.cfg.MaxFrameBytes}
+	// The framers read a frame's header and body separately, and an HTTP body's every Read
+	// takes a lock and goes through chunked decoding: a buffer in front makes them cheap.
+	lim := &frameLimiter{r: readCloser{bufio.NewReaderSize(body, 32<<10), body}, max: t.cfg.MaxFrameBytes}
 	var dec streaming.Decoder
 	if media == MediaProtobuf {
 		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), protobufWatchEventDecoder{})
@@ -177,6 +180,11 @@ func (watchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into ru
 		return nil, nil, &fsm.DecodeError{Err: err}
 	}
 	return we, nil, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // protobufWatchEventDecoder decodes a length-delimited frame into metav1.WatchEvent with its
