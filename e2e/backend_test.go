@@ -31,6 +31,10 @@ func newSimBackendWithBookmarks(t *testing.T, every time.Duration) backend {
 
 var shared testbackend.SharedReal
 
+// sharedCBOR is a real server that serves CBOR: kube-apiserver v1.37 does so only behind the
+// alpha CBORServingAndStorage feature gate.
+var sharedCBOR = testbackend.SharedReal{Options: apiserver.Options{ExtraArgs: []string{"--feature-gates=CBORServingAndStorage=true"}}}
+
 // sharedReal is the package's one real server; the simulator is cheap and started per test.
 func sharedReal(t *testing.T) backend { return shared.Get(t) }
 

@@ -30,7 +30,14 @@ func forEachBackend(t *testing.T, scenario func(t *testing.T, b backend)) {
 	t.Run("sim-protobuf", func(t *testing.T) { scenario(t, inProtobuf{newSimBackend(t)}) })
 	t.Run("kube-apiserver", func(t *testing.T) { scenario(t, sharedReal(t)) })
 	t.Run("kube-apiserver-protobuf", func(t *testing.T) { scenario(t, inProtobuf{sharedReal(t)}) })
+	t.Run("kube-apiserver-cbor", func(t *testing.T) { scenario(t, inCBOR{sharedCBOR.Get(t)}) })
 }
+
+// inCBOR is a backend whose reflectors decode unstructured objects in CBOR, configmaps and the
+// CRD alike; the server must have CBOR serving on, and the fault proxy injects in CBOR.
+type inCBOR struct{ backend }
+
+func (b inCBOR) Name() string { return b.backend.Name() + " (cbor)" }
 
 // inProtobuf is a backend whose reflectors ask for protobuf only: configmaps decoded into
 // their Go type, and the CRD (which the server does not serve in protobuf) as
@@ -41,6 +48,10 @@ func (b inProtobuf) Name() string { return b.backend.Name() + " (protobuf)" }
 
 // wire sets cfg up for b's encoding.
 func wire(b backend, gvr schema.GroupVersionResource, cfg *rewatch.Config) {
+	if _, ok := b.(inCBOR); ok {
+		cfg.Format = rewatch.FormatCBOR
+		return
+	}
 	if _, ok := b.(inProtobuf); !ok {
 		return
 	}
@@ -85,7 +96,8 @@ func newEnv(t *testing.T, b backend, gvr schema.GroupVersionResource, objects in
 		require.NoError(t, b.Put(t.Context(), gvr, ns, fmt.Sprintf("obj-%d", i), "0"))
 	}
 	_, protobuf := b.(inProtobuf)
-	p, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport(), ForceJSON: !protobuf})
+	_, cbor := b.(inCBOR)
+	p, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport(), ForceJSON: !protobuf && !cbor})
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 	return &env{t: t, b: b, gvr: gvr, ns: ns, proxy: p, store: driver.NewMemStore()}
@@ -259,6 +271,9 @@ var (
 func (e *env) report(scenario, note string) {
 	if _, ok := e.b.(inProtobuf); ok {
 		require.Equal(e.t, "protobuf", e.r.Stats().AnsweredFormat, "the server did not answer in protobuf")
+	}
+	if _, ok := e.b.(inCBOR); ok {
+		require.Equal(e.t, "cbor", e.r.Stats().AnsweredFormat, "the server did not answer in CBOR")
 	}
 	lists, watches := e.proxy.Counts()
 	resultsMu.Lock()

@@ -11,6 +11,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	printResults()
 	shared.Stop()
+	sharedCBOR.Stop()
 	// Every reflector was stopped and every proxy closed: nothing of ours may be left.
 	os.Exit(testbackend.CheckLeaks(code))
 }

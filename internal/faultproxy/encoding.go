@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -94,8 +96,57 @@ var protobufEncoding = encoding{
 	halfFrame: append(binary.BigEndian.AppendUint32(nil, 64), "\x0a\x08MODIFIE"...),
 }
 
+var cborSerializers = cbor.NewSerializerInfo(statusScheme, statusScheme)
+
+// selfDescribedCBOR is the tag (55799) that marks a CBOR item as CBOR.
+var selfDescribedCBOR = []byte{0xd9, 0xd9, 0xf7}
+
+var cborEncoding = encoding{
+	contentType: "application/cbor",
+	// A CBOR sequence (RFC 8742): apimachinery's CBOR framer finds where each item ends. It
+	// drops the self-described CBOR tag apimachinery's encoder starts every item with, so the
+	// tag is put back: the client sees the bytes the server sent.
+	readFrames: func(r io.Reader, frame func([]byte) bool) {
+		fr := cbor.NewFramer().NewFrameReader(io.NopCloser(r))
+		buf := make([]byte, 64<<10)
+		var item []byte
+		for {
+			n, err := fr.Read(buf)
+			item = append(item, buf[:n]...)
+			switch {
+			case errors.Is(err, io.ErrShortBuffer):
+				continue // the rest of this item follows
+			case err != nil:
+				return
+			}
+			if !bytes.HasPrefix(item, selfDescribedCBOR) {
+				item = append(append([]byte(nil), selfDescribedCBOR...), item...)
+			}
+			if !frame(item) {
+				return
+			}
+			item = nil
+		}
+	},
+	status: func(st metav1.Status) []byte {
+		var b bytes.Buffer
+		if err := cborSerializers.Serializer.Encode(&st, &b); err != nil {
+			panic(fmt.Sprintf("faultproxy: encode Status in CBOR: %v", err))
+		}
+		return b.Bytes()
+	},
+	frameOf: func(event []byte) []byte { return event },
+	eventOf: func(we *metav1.WatchEvent) ([]byte, error) {
+		var b bytes.Buffer
+		err := cborSerializers.StreamSerializer.Serializer.Encode(we, &b)
+		return b.Bytes(), err
+	},
+	// The head of a map that announces more entries than follow.
+	halfFrame: []byte{0xa2, 0x64, 't', 'y', 'p', 'e'},
+}
+
 // encodingOf is the encoding of a response with this Content-Type; ok is false for a format
-// the proxy cannot find frames in (CBOR, YAML).
+// the proxy cannot find frames in (YAML).
 func encodingOf(contentType string) (encoding, bool) {
 	mt, _, err := mime.ParseMediaType(contentType)
 	switch {
@@ -103,6 +154,8 @@ func encodingOf(contentType string) (encoding, bool) {
 		return encoding{}, false
 	case mt == mediaProtobuf:
 		return protobufEncoding, true
+	case mt == "application/cbor" || mt == "application/cbor-seq":
+		return cborEncoding, true
 	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
 		return jsonEncoding, true
 	}
@@ -110,12 +163,16 @@ func encodingOf(contentType string) (encoding, bool) {
 }
 
 // negotiated is the encoding the API server would answer a request with this Accept header in:
-// protobuf when the client lists it first, as client-go's protobuf clients and rewatch's typed
-// decoders do, else JSON.
+// protobuf or CBOR when the client lists it first, else JSON.
 func negotiated(accept string) encoding {
 	first, _, _ := strings.Cut(accept, ",")
-	if mt, _, err := mime.ParseMediaType(strings.TrimSpace(first)); err == nil && mt == mediaProtobuf {
+	mt, _, err := mime.ParseMediaType(strings.TrimSpace(first))
+	switch {
+	case err != nil:
+	case mt == mediaProtobuf:
 		return protobufEncoding
+	case mt == "application/cbor":
+		return cborEncoding
 	}
 	return jsonEncoding
 }

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -385,7 +386,7 @@ func TestDelay(t *testing.T) {
 
 func TestUnframedWatchIsRelayedUntouched(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/cbor-seq")
+		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write([]byte{0, 0, 0, 3, 'a', 'b', 'c'})
 	}))
 	t.Cleanup(up.Close)
@@ -557,4 +558,45 @@ func decodeProtobufStatus(t *testing.T, raw []byte) metav1.Status {
 	require.NoError(t, err)
 	require.Same(t, &st, obj)
 	return st
+}
+
+// In a CBOR watch (a CBOR sequence) the proxy relays each item whole and injects its ERROR
+// event in CBOR, which apimachinery's CBOR serializer decodes as the server's own.
+func TestCBORWatchFaults(t *testing.T) {
+	info := cborSerializers
+	item := func(typ string) []byte {
+		var obj, b bytes.Buffer
+		require.NoError(t, info.Serializer.Encode(&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "demo.rewatch.dev/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"}}}, &obj))
+		require.NoError(t, info.StreamSerializer.Serializer.Encode(&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: obj.Bytes()}}, &b))
+		return b.Bytes()
+	}
+	first := item("ADDED")
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/cbor-seq")
+		_, _ = w.Write(first)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(up.Close)
+	tr := &http.Transport{}
+	p, err := New(Config{Upstream: up.URL, Transport: tr})
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close(); tr.CloseIdleConnections() })
+	p.AddRule(Rule{Kind: Watch, Fault: WatchError(Expired()).AfterEvents(1)})
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(p.URL() + "/apis/demo.rewatch.dev/v1/widgets?watch=1")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(body, first), "the first item is relayed intact: %x\n%x", first, body)
+	var we metav1.WatchEvent
+	_, _, err = info.StreamSerializer.Serializer.Decode(body[len(first):], nil, &we)
+	require.NoError(t, err)
+	require.Equal(t, "ERROR", we.Type)
+	var st metav1.Status
+	_, _, err = info.Serializer.Decode(we.Object.Raw, nil, &st)
+	require.NoError(t, err)
+	require.Equal(t, metav1.StatusReasonExpired, st.Reason)
 }

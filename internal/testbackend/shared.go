@@ -33,6 +33,9 @@ func StartRealWithin(timeout time.Duration, opts apiserver.Options) (*Real, erro
 // SharedReal is one real server for a whole test binary, started on first use (a start costs
 // seconds); TestMain calls Stop.
 type SharedReal struct {
+	// Options start the server; the zero value is kube-apiserver's defaults.
+	Options apiserver.Options
+
 	once sync.Once
 	real *Real
 	err  error
@@ -41,7 +44,7 @@ type SharedReal struct {
 // Get starts the server the first time and returns it, or fails or skips t (Unavailable).
 func (s *SharedReal) Get(t testing.TB) *Real {
 	t.Helper()
-	s.once.Do(func() { s.real, s.err = StartRealWithin(20*time.Minute, apiserver.Options{}) })
+	s.once.Do(func() { s.real, s.err = StartRealWithin(20*time.Minute, s.Options) })
 	if s.err != nil {
 		Unavailable(t, s.err)
 	}

@@ -27,19 +27,27 @@ type Decoder interface {
 	DecodeObject(mediaType string, raw []byte) (any, error)
 }
 
-// Unstructured decodes into *unstructured.Unstructured: any resource, no scheme needed.
+// Unstructured decodes into *unstructured.Unstructured: any resource, no scheme needed. It asks
+// for CBOR first, which kube-apiserver serves behind its CBORServingAndStorage feature gate,
+// and JSON, which every server serves.
 func Unstructured() Decoder { return unstructuredDecoder{} }
 
 type unstructuredDecoder struct{}
 
-func (unstructuredDecoder) MediaTypes() []string { return []string{MediaJSON} }
+func (unstructuredDecoder) MediaTypes() []string { return []string{MediaCBOR, MediaJSON} }
 
 func (unstructuredDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
-	if err := only(mediaType, MediaJSON); err != nil {
+	if err := only(mediaType, MediaCBOR, MediaJSON); err != nil {
 		return nil, "", "", err
 	}
 	var l unstructured.UnstructuredList
-	if err := l.UnmarshalJSON(body); err != nil {
+	var err error
+	if mediaType == MediaCBOR {
+		err = decodeCBOR(body, &l)
+	} else {
+		err = l.UnmarshalJSON(body)
+	}
+	if err != nil {
 		return nil, "", "", err
 	}
 	items := make([]any, len(l.Items))
@@ -50,11 +58,17 @@ func (unstructuredDecoder) DecodeList(mediaType string, body []byte) ([]any, str
 }
 
 func (unstructuredDecoder) DecodeObject(mediaType string, raw []byte) (any, error) {
-	if err := only(mediaType, MediaJSON); err != nil {
+	if err := only(mediaType, MediaCBOR, MediaJSON); err != nil {
 		return nil, err
 	}
 	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(raw); err != nil {
+	var err error
+	if mediaType == MediaCBOR {
+		err = decodeCBOR(raw, u)
+	} else {
+		err = u.UnmarshalJSON(raw)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return u, nil

@@ -20,3 +20,9 @@ func DecodeProtobufStreamForTest(body io.ReadCloser, maxFrame int64, emit func(f
 	t := &Transport{cfg: Config{Decoder: Typed(scheme.Scheme), MaxFrameBytes: maxFrame}}
 	t.decodeStream(context.Background(), body, MediaProtobuf, 1, emit)
 }
+
+// DecodeCBORStreamForTest exposes the CBOR frame decoder, unstructured, to the fuzz target.
+func DecodeCBORStreamForTest(body io.ReadCloser, maxFrame int64, emit func(fsm.Event) bool) {
+	t := &Transport{cfg: Config{Decoder: Unstructured(), MaxFrameBytes: maxFrame}}
+	t.decodeStream(context.Background(), body, MediaCBOR, 1, emit)
+}

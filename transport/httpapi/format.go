@@ -14,6 +14,9 @@ const (
 	MediaCBOR     = "application/cbor"
 )
 
+// mediaCBORSequence is the Content-Type of a CBOR watch stream (RFC 8742).
+const mediaCBORSequence = "application/cbor-seq"
+
 // Format is the wire format a transport asks the server for.
 type Format string
 
@@ -101,8 +104,12 @@ func acceptHeader(media []string, as string) string {
 // accept or reject as bytes.
 func bodyMedia(contentType string) string {
 	mt, _, err := mime.ParseMediaType(contentType)
-	if err == nil && (mt == MediaProtobuf || mt == MediaCBOR) {
-		return mt
+	switch {
+	case err != nil:
+	case mt == MediaProtobuf:
+		return MediaProtobuf
+	case mt == MediaCBOR || mt == mediaCBORSequence:
+		return MediaCBOR
 	}
 	return MediaJSON
 }

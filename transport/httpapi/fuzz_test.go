@@ -9,7 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rewatch/rewatch/fsm"
@@ -69,6 +72,36 @@ func FuzzProtobufWatchStream(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkStream(t, body, httpapi.DecodeProtobufStreamForTest)
+	})
+}
+
+// FuzzCBORWatchStream does the same for CBOR streams: a CBOR sequence of metav1.WatchEvent
+// with unstructured objects, seeded with real items as apimachinery's CBOR serializer writes them.
+func FuzzCBORWatchStream(f *testing.F) {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	info := cbor.NewSerializerInfo(s, s)
+	item := func(typ string, obj runtime.Object) []byte {
+		var raw, b bytes.Buffer
+		if err := info.Serializer.Encode(obj, &raw); err != nil {
+			f.Fatal(err)
+		}
+		if err := info.StreamSerializer.Serializer.Encode(&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: raw.Bytes()}}, &b); err != nil {
+			f.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	w := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "demo.rewatch.dev/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "a", "namespace": "ns", "resourceVersion": "5"}}}
+	expired := apierrors.NewResourceExpired("too old").Status()
+	expired.Kind, expired.APIVersion = "Status", "v1"
+	added := item("ADDED", w)
+	for _, seed := range [][]byte{added, append(append([]byte{}, added...), item("DELETED", w)...), item("ERROR", &expired),
+		item("ERROR", w), added[:len(added)/2], {0xa1, 0x00}, {}} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkStream(t, body, httpapi.DecodeCBORStreamForTest)
 	})
 }
 

@@ -294,7 +294,7 @@ func TestFormatValidation(t *testing.T) {
 		mod  func(*httpapi.Config)
 		want string
 	}{
-		{func(c *httpapi.Config) { c.Format = httpapi.FormatProtobuf }, `Format "protobuf": the decoder reads only application/json`},
+		{func(c *httpapi.Config) { c.Format = httpapi.FormatProtobuf }, `Format "protobuf": the decoder reads only application/cbor, application/json`},
 		{func(c *httpapi.Config) { c.Format = "yaml" }, `Format "yaml" is not one of json, protobuf, cbor`},
 	} {
 		cfg := base

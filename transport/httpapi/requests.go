@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/util/framer"
 
@@ -96,15 +97,19 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 // until the stream ends, emit refuses, or ctx is done. The last event it emits is the one that
 // ended the stream (EvWatchEnded or EvWatchError), unless ctx ended it. JSON streams are a
 // sequence of JSON objects; protobuf streams are length-delimited frames, each a
-// metav1.WatchEvent whose object is a protobuf body of its own.
+// metav1.WatchEvent whose object is a protobuf body of its own; CBOR streams a CBOR sequence
+// of metav1.WatchEvent.
 func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media string, request uint64, emit func(fsm.Event) bool) {
 	// The framers read a frame's header and body separately, and an HTTP body's every Read
 	// takes a lock and goes through chunked decoding: a buffer in front makes them cheap.
 	lim := &frameLimiter{r: readCloser{bufio.NewReaderSize(body, 32<<10), body}, max: t.cfg.MaxFrameBytes}
 	var dec streaming.Decoder
-	if media == MediaProtobuf {
+	switch media {
+	case MediaProtobuf:
 		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), protobufWatchEventDecoder{})
-	} else {
+	case MediaCBOR:
+		dec = streaming.NewDecoder(cbor.NewFramer().NewFrameReader(lim), cborWatchEventDecoder{})
+	default:
 		dec = streaming.NewDecoder(framer.NewJSONFramedReader(lim), watchEventDecoder{})
 	}
 	defer dec.Close()
@@ -198,6 +203,21 @@ func (protobufWatchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind,
 	}
 	if err := we.Unmarshal(data); err != nil {
 		return nil, nil, &fsm.DecodeError{Err: fmt.Errorf("protobuf watch frame: %w", err)}
+	}
+	return we, nil, nil
+}
+
+// cborWatchEventDecoder decodes one item of a CBOR sequence into metav1.WatchEvent, leaving the
+// object raw for the configured Decoder.
+type cborWatchEventDecoder struct{}
+
+func (cborWatchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	we, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return nil, nil, fmt.Errorf("watch frames decode into *metav1.WatchEvent, not %T", into)
+	}
+	if _, _, err := wireCBORStream.Decode(data, nil, we); err != nil {
+		return nil, nil, &fsm.DecodeError{Err: fmt.Errorf("CBOR watch frame: %w", err)}
 	}
 	return we, nil, nil
 }

@@ -49,14 +49,20 @@ func failureFromResponse(resp *http.Response, now time.Time) *fsm.Failure {
 }
 
 // decodeStatus accepts a body only if it really is a metav1.Status, in JSON or in protobuf (the
-// server writes its errors in the format it negotiated for the request).
+// server writes its errors in the format it negotiated for the request), or in CBOR.
 func decodeStatus(media string, b []byte) (*metav1.Status, bool) {
 	var st metav1.Status
 	if len(b) == 0 {
 		return nil, false
 	}
-	if media == MediaProtobuf || bytes.HasPrefix(b, protobufMagic) {
+	switch {
+	case media == MediaProtobuf || bytes.HasPrefix(b, protobufMagic):
 		if decodeWireProtobuf(b, &st) != nil {
+			return nil, false
+		}
+		return &st, true
+	case media == MediaCBOR || bytes.HasPrefix(b, cborMagic):
+		if decodeCBOR(b, &st) != nil || st.Kind != "Status" {
 			return nil, false
 		}
 		return &st, true
