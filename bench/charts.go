@@ -109,3 +109,54 @@ func ThroughputChart(in io.Reader, path string) (map[string][]float64, error) {
 	}
 	return got, barChart("Watch stream throughput (median)", "events/s", names, vals, path)
 }
+
+// FleetCharts draws, for each scenario and fleet size, the server's configmap requests per
+// second over time with one line per kind of reflector, and the full-state bytes each fleet
+// was served.
+func FleetCharts(rs []FleetResult, dir string) error {
+	type group struct {
+		scenario string
+		size     int
+	}
+	var groups []group
+	byGroup := map[group][]FleetResult{}
+	for _, r := range rs {
+		if r.Err != "" {
+			continue
+		}
+		g := group{r.Scenario, r.Reflectors}
+		if _, ok := byGroup[g]; !ok {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], r)
+	}
+	for _, g := range groups {
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("%s, %d reflectors: server requests per second", g.scenario, g.size)
+		p.X.Label.Text = "seconds"
+		p.Y.Label.Text = "configmap requests/s"
+		var lines []any
+		var names []string
+		var mib []float64
+		for _, r := range byGroup[g] {
+			pts := make(plotter.XYs, len(r.ServerRequestsPerSecond))
+			for i, v := range r.ServerRequestsPerSecond {
+				pts[i] = plotter.XY{X: float64(i), Y: v}
+			}
+			lines = append(lines, r.Variant, pts)
+			names = append(names, r.Variant)
+			mib = append(mib, float64(r.FullStateBytes)/(1<<20))
+		}
+		if err := plotutil.AddLines(p, lines...); err != nil {
+			return err
+		}
+		base := filepath.Join(dir, fmt.Sprintf("fleet-%s-%d", g.scenario, g.size))
+		if err := p.Save(8*vg.Inch, 4*vg.Inch, base+"-requests.svg"); err != nil {
+			return err
+		}
+		if err := barChart(fmt.Sprintf("%s, %d reflectors: full state served", g.scenario, g.size), "MiB", names, mib, base+"-full-state.svg"); err != nil {
+			return err
+		}
+	}
+	return nil
+}

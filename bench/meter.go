@@ -21,6 +21,7 @@ type Meter struct {
 	watchLists     int
 	listBytes      int64
 	watchListBytes int64
+	tooMany        int     // responses with 429 Too Many Requests
 	opens, fails   []int64 // unix nanos
 	requests       []int64 // unix nanos: when each LIST, watch-list or WATCH request was sent
 	stopping       atomic.Bool
@@ -29,6 +30,7 @@ type Meter struct {
 // MeterCounts is a snapshot of a Meter.
 type MeterCounts struct {
 	Lists, ListOps, Watches, WatchLists int
+	TooMany                             int
 	ListBytes, WatchListBytes           int64
 	Opens, Fails                        []int64
 	Requests                            []int64
@@ -41,7 +43,7 @@ func (m *Meter) Stop() { m.stopping.Store(true) }
 func (m *Meter) Counts() MeterCounts {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return MeterCounts{Lists: m.lists, ListOps: m.listOps, Watches: m.watches, WatchLists: m.watchLists, ListBytes: m.listBytes,
+	return MeterCounts{TooMany: m.tooMany, Lists: m.lists, ListOps: m.listOps, Watches: m.watches, WatchLists: m.watchLists, ListBytes: m.listBytes,
 		WatchListBytes: m.watchListBytes, Opens: append([]int64(nil), m.opens...), Fails: append([]int64(nil), m.fails...),
 		Requests: append([]int64(nil), m.requests...)}
 }
@@ -86,6 +88,11 @@ func (m *Meter) RoundTrip(req *http.Request) (*http.Response, error) {
 			m.fail()
 		}
 		return resp, err
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		m.mu.Lock()
+		m.tooMany++
+		m.mu.Unlock()
 	}
 	switch {
 	case isWatch:

@@ -341,3 +341,15 @@ func (s *Server) RestartAPIServer(ctx context.Context) error {
 	}
 	return s.startAPI(ctx)
 }
+
+// CPUSeconds is the CPU time (user + system) kube-apiserver's current process has used, from
+// /proc; after RestartAPIServer it counts the new process only.
+func (s *Server) CPUSeconds() (float64, error) {
+	s.mu.Lock()
+	api := s.api
+	s.mu.Unlock()
+	if api == nil || api.cmd.Process == nil {
+		return 0, fmt.Errorf("kube-apiserver is not running")
+	}
+	return procCPUSeconds(api.cmd.Process.Pid)
+}

@@ -22,7 +22,7 @@ import (
 func main() {
 	log.SetFlags(log.Ltime)
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: rewatch-bench storm|sync|report|summary|charts [flags]")
+		fmt.Fprintln(os.Stderr, "usage: rewatch-bench storm|sync|fleet|report|summary|charts [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -90,6 +90,40 @@ func main() {
 		wl := fs.Bool("watchlist", false, "")
 		_ = fs.Parse(args)
 		err = bench.SyncChild(*v, *server, *n, *wl, os.Stdout)
+	case "fleet":
+		sizes := fs.String("sizes", "50,200", "reflectors per fleet, comma-separated")
+		objects := fs.Int("objects", 5000, "configmaps on the server")
+		scenarios := fs.String("scenarios", strings.Join(bench.FleetScenarios, ","), "scenarios: apf, restart, compaction, slow")
+		variants := fs.String("variants", strings.Join(bench.FleetVariants, ","), "reflector kinds")
+		every := fs.Duration("write-every", 50*time.Millisecond, "writer interval")
+		gap := fs.Duration("gap", 60*time.Second, "time between the two restarts; etcd is paused for a third of it")
+		inflight := fs.Int("inflight", 10, "--max-requests-inflight in the apf scenario")
+		out := fs.String("out", ".cache/bench", "directory for the raw JSON results (not tracked)")
+		charts := fs.String("charts", "", "directory for the SVG charts (none if empty)")
+		_ = fs.Parse(args)
+		self, _ := os.Executable()
+		var ns []int
+		for _, f := range strings.Split(*sizes, ",") {
+			var n int
+			_, _ = fmt.Sscan(f, &n)
+			ns = append(ns, n)
+		}
+		var r []bench.FleetResult
+		r, err = bench.RunFleet(ctx, bench.FleetOptions{Sizes: ns, Objects: *objects, Scenarios: strings.Split(*scenarios, ","),
+			Variants: strings.Split(*variants, ","), WriteEvery: *every, Gap: *gap, Inflight: *inflight, Self: self, Logf: log.Printf})
+		bench.WriteFleetTable(os.Stdout, r)
+		if serr := save(*out, "fleet", r); err == nil {
+			err = serr
+		}
+		if err == nil && *charts != "" {
+			err = bench.FleetCharts(r, *charts)
+		}
+	case "fleet-child":
+		v := fs.String("variant", "", "")
+		server := fs.String("server", "", "")
+		n := fs.Int("n", 0, "")
+		_ = fs.Parse(args)
+		err = bench.FleetChild(*v, *server, *n, os.Stdin, os.Stdout)
 	case "report":
 		_ = fs.Parse(args)
 		var runs []*bench.StormResult

@@ -1,0 +1,608 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/rewatch/rewatch/internal/apiserver"
+	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/sim"
+)
+
+// Fleet scenarios: each is a fault the server makes itself, not the fault proxy.
+const (
+	// ScenarioAPF starts kube-apiserver with a small concurrency budget
+	// (--max-requests-inflight), so that API Priority and Fairness answers the fleet's requests
+	// 429 with its own Retry-After; the fleet starts all at once and, halfway, etcd is compacted
+	// under a watch cache that is off, so that every reflector must list again at the same time.
+	ScenarioAPF = "apf"
+	// ScenarioRestart restarts kube-apiserver (etcd kept) twice, a gap apart.
+	ScenarioRestart = "restart"
+	// ScenarioCompaction compacts etcd to its current revision while the fleet watches through a
+	// server without a watch cache, so every resume fails with the server's own 410.
+	ScenarioCompaction = "compaction"
+	// ScenarioSlow pauses etcd (SIGSTOP) for a while: requests time out (504) and streams end.
+	ScenarioSlow = "slow"
+)
+
+// FleetScenarios lists every scenario.
+var FleetScenarios = []string{ScenarioAPF, ScenarioRestart, ScenarioCompaction, ScenarioSlow}
+
+// FleetVariants are the kinds of reflector a fleet is made of.
+var FleetVariants = []string{VariantRewatch, VariantClientGo, VariantCGList}
+
+const fleetNS = "fleet"
+
+// FleetOptions configures RunFleet.
+type FleetOptions struct {
+	Sizes      []int // reflectors per fleet
+	Objects    int
+	Scenarios  []string
+	Variants   []string
+	WriteEvery time.Duration
+	// Gap is the time between the two restarts, and how long etcd is paused (Gap/3).
+	Gap time.Duration
+	// Inflight is --max-requests-inflight for the APF scenario.
+	Inflight int
+	Self     string
+	Logf     func(string, ...any)
+}
+
+// FleetResult is one fleet through one scenario.
+type FleetResult struct {
+	Scenario, Variant   string
+	Reflectors, Objects int
+
+	// From the server's own /metrics, over the scenario (configmaps only where the metric
+	// has a resource label).
+	ServerRequests   map[string]int // "VERB CODE" → requests
+	ServerRejected   int            // apiserver_flowcontrol_rejected_requests_total
+	ServerListBytes  float64        // apiserver_response_sizes_sum for LIST
+	ServerCPUSeconds float64        // kube-apiserver's CPU time, from /proc
+	// ServerRequestsPerSecond is the server's configmap requests per second, sampled each second.
+	ServerRequestsPerSecond []float64
+
+	// From the clients (the fleet's process).
+	FullStateTransfers int   // LISTs (first pages) and watch-lists
+	FullStateBytes     int64 // their bytes
+	Requests           int
+	TooMany            int // 429 responses received
+	// MaxRequestsPerReflectorPerMinute is the busiest reflector's busiest minute: a hot loop
+	// shows here.
+	MaxRequestsPerReflectorPerMinute int
+	// InitialSyncSeconds is the time from starting the fleet until every store held the
+	// server's state; ConvergeSeconds the time from the end of the fault until every store
+	// matched the server's state at that moment (the writer stops then). -1: never, within
+	// 10 minutes.
+	InitialSyncSeconds, ConvergeSeconds float64
+	ClientCPUSecondsPerMember           float64
+	ClientRSSKiBPerMember               float64
+	Err                                 string
+}
+
+// RunFleet runs every size × scenario × variant, each on a fresh kube-apiserver and etcd, the
+// fleet in a child process of its own (Self fleet-child) so that its CPU and memory are its own.
+func RunFleet(ctx context.Context, o FleetOptions) ([]FleetResult, error) {
+	if err := apiserver.EnsureBuilt(ctx); err != nil {
+		return nil, err
+	}
+	var out []FleetResult
+	for _, n := range o.Sizes {
+		for _, sc := range o.Scenarios {
+			for _, v := range o.Variants {
+				o.Logf("fleet: %d × %s through %s", n, v, sc)
+				r, err := fleetOnce(ctx, o, n, sc, v)
+				if err != nil {
+					r.Err = err.Error()
+					o.Logf("fleet: %d × %s through %s: %v", n, v, sc, err)
+				}
+				out = append(out, r)
+				if ctx.Err() != nil {
+					return out, ctx.Err()
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant string) (FleetResult, error) {
+	res := FleetResult{Scenario: scenario, Variant: variant, Reflectors: n, Objects: o.Objects, InitialSyncSeconds: -1, ConvergeSeconds: -1}
+	opts := apiserver.Options{}
+	switch scenario {
+	case ScenarioAPF:
+		opts.ExtraArgs = []string{fmt.Sprintf("--max-requests-inflight=%d", o.Inflight), "--max-mutating-requests-inflight=50", "--watch-cache=false"}
+	case ScenarioCompaction:
+		opts.ExtraArgs = []string{"--watch-cache=false"}
+	}
+	s, err := apiserver.Start(ctx, opts)
+	if err != nil {
+		return res, err
+	}
+	defer s.Stop()
+	rc := rest.CopyConfig(s.RESTConfig())
+	rc.QPS, rc.Burst = 2000, 4000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return res, err
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return res, err
+	}
+	if err := populate(ctx, cs, fleetNS, 0, o.Objects); err != nil {
+		return res, err
+	}
+	// The fleet reaches the server through a plain-HTTP front that holds a credential subject
+	// to API Priority and Fairness (an admin's requests are exempt); it injects nothing.
+	limited, err := rest.TransportFor(s.LimitedRESTConfig())
+	if err != nil {
+		return res, err
+	}
+	front, err := faultproxy.New(faultproxy.Config{Upstream: s.URL(), Transport: limited})
+	if err != nil {
+		return res, err
+	}
+	defer front.Close()
+	admin, err := s.HTTPClient()
+	if err != nil {
+		return res, err
+	}
+	before, err := scrapeMetrics(ctx, admin, s.URL())
+	if err != nil {
+		return res, err
+	}
+	cpu0, _ := s.CPUSeconds()
+	var cpuBeforeRestarts float64 // CPU of processes that a restart ended
+
+	// The server's request rate, sampled each second, for the chart.
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	var rateMu sync.Mutex
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		last := -1.0
+		for {
+			select {
+			case <-sampleCtx.Done():
+				return
+			case <-t.C:
+			}
+			m, err := scrapeMetrics(sampleCtx, admin, s.URL())
+			if err != nil {
+				continue // restarting
+			}
+			total := m.sum("apiserver_request_total", map[string]string{"resource": "configmaps"})
+			if last >= 0 {
+				rateMu.Lock()
+				res.ServerRequestsPerSecond = append(res.ServerRequestsPerSecond, max(0, total-last))
+				rateMu.Unlock()
+			}
+			last = total
+		}
+	}()
+
+	cmd := exec.CommandContext(ctx, o.Self, "fleet-child", "-variant", variant, "-server", front.URL(), "-n", strconv.Itoa(n))
+	cmd.Env = os.Environ()
+	if variant == VariantCGList {
+		cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient=false")
+	}
+	cmd.Stderr = os.Stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	fleetStart := time.Now()
+	if err := cmd.Start(); err != nil {
+		stopSampling()
+		return res, err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// The writer runs but for while the fleet is checked against a state of the server.
+	stopWriter := func() {}
+	defer func() { stopWriter() }()
+	startWriter := func() {
+		writeCtx, cancel := context.WithCancel(ctx)
+		stopWriter = cancel
+		go fleetWriter(writeCtx, cs, o.Objects, o.WriteEvery)
+	}
+	startWriter()
+	// matched stops the writer and asks the fleet to report once every store equals the
+	// server's state then; it returns the seconds from since until they did.
+	matched := func(since time.Time, deadline time.Duration) (float64, error) {
+		stopWriter()
+		v, err := versionsIn(ctx, cs, fleetNS)
+		if err != nil {
+			return -1, err
+		}
+		fmt.Fprintf(stdin, "match %d %d\n", len(v), stateHash(v))
+		l, err := waitLine(ctx, lines, "MATCHED", deadline)
+		if err != nil {
+			return -1, fmt.Errorf("stores never matched the server: %w", err)
+		}
+		if strings.Contains(l, "timeout") {
+			return -1, fmt.Errorf("stores never matched the server within %v: %s", deadline, l)
+		}
+		return time.Since(since).Seconds(), nil
+	}
+	res.InitialSyncSeconds, err = matched(fleetStart, 10*time.Minute)
+	if err != nil {
+		stopSampling()
+		return res, fmt.Errorf("initial sync: %w", err)
+	}
+	startWriter()
+	time.Sleep(5 * time.Second) // steady state with writes
+
+	switch scenario {
+	case ScenarioAPF, ScenarioCompaction:
+		err = s.Compact(ctx)
+	case ScenarioRestart:
+		for i := range 2 {
+			c, _ := s.CPUSeconds()
+			cpuBeforeRestarts += c
+			if err = s.RestartAPIServer(ctx); err != nil {
+				break
+			}
+			if i == 0 {
+				time.Sleep(o.Gap)
+			}
+		}
+	case ScenarioSlow:
+		if err = s.PauseEtcd(); err == nil {
+			time.Sleep(o.Gap / 3)
+			err = s.ResumeEtcd()
+		}
+	}
+	if err != nil {
+		stopSampling()
+		return res, fmt.Errorf("%s: %w", scenario, err)
+	}
+	res.ConvergeSeconds, err = matched(time.Now(), 10*time.Minute)
+	stopSampling()
+	<-sampled
+	if err != nil {
+		return res, err
+	}
+
+	after, err := scrapeMetrics(ctx, admin, s.URL())
+	if err != nil {
+		return res, err
+	}
+	cpu1, _ := s.CPUSeconds()
+	if scenario == ScenarioRestart {
+		cpu0 = 0 // the process measured at the start is gone; cpuBeforeRestarts holds them
+	}
+	res.ServerCPUSeconds = cpuBeforeRestarts + cpu1 - cpu0
+	res.ServerRequests = map[string]int{}
+	for k, v := range after.byVerbCode("configmaps") {
+		if scenario == ScenarioRestart {
+			res.ServerRequests[k] = int(v) // counters restarted with the process
+		} else {
+			res.ServerRequests[k] = int(v - before.byVerbCode("configmaps")[k])
+		}
+	}
+	res.ServerRejected = int(after.sum("apiserver_flowcontrol_rejected_requests_total", nil) - before.sum("apiserver_flowcontrol_rejected_requests_total", nil))
+	res.ServerListBytes = after.sum("apiserver_response_sizes_sum", map[string]string{"resource": "configmaps", "verb": "LIST"}) -
+		before.sum("apiserver_response_sizes_sum", map[string]string{"resource": "configmaps", "verb": "LIST"})
+	if scenario == ScenarioRestart {
+		res.ServerRejected = int(after.sum("apiserver_flowcontrol_rejected_requests_total", nil))
+		res.ServerListBytes = after.sum("apiserver_response_sizes_sum", map[string]string{"resource": "configmaps", "verb": "LIST"})
+	}
+
+	fmt.Fprintln(stdin, "report")
+	l, err := waitLine(ctx, lines, "RESULT ", time.Minute)
+	if err != nil {
+		return res, err
+	}
+	var c fleetChildResult
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(l, "RESULT ")), &c); err != nil {
+		return res, err
+	}
+	res.FullStateTransfers, res.FullStateBytes = c.Meter.ListOps+c.Meter.WatchLists, c.Meter.ListBytes+c.Meter.WatchListBytes
+	res.Requests, res.TooMany = c.Meter.Lists+c.Meter.Watches+c.Meter.WatchLists, c.Meter.TooMany
+	res.MaxRequestsPerReflectorPerMinute = c.MaxPerMinute
+	res.ClientCPUSecondsPerMember, res.ClientRSSKiBPerMember = c.CPUSeconds/float64(n), float64(c.MaxRSSKiB)/float64(n)
+	return res, nil
+}
+
+// fleetWriter updates one configmap every interval, round the namespace.
+func fleetWriter(ctx context.Context, cs kubernetes.Interface, n int, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, _ = cs.CoreV1().ConfigMaps(fleetNS).Update(ctx, configMap(fleetNS, i%n, strconv.Itoa(i)), metav1.UpdateOptions{})
+	}
+}
+
+func versionsIn(ctx context.Context, cs kubernetes.Interface, ns string) (map[string]string, error) {
+	l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(l.Items))
+	for _, cm := range l.Items {
+		out[cm.Namespace+"/"+cm.Name] = cm.ResourceVersion
+	}
+	return out, nil
+}
+
+// stateHash is an order-free digest of key=resourceVersion pairs, so the parent and the child
+// compare states without shipping them.
+func stateHash(v map[string]string) uint64 {
+	var sum uint64
+	for k, rv := range v {
+		h := fnv.New64a()
+		_, _ = io.WriteString(h, k+"="+rv)
+		sum += h.Sum64()
+	}
+	return sum
+}
+
+type fleetChildResult struct {
+	Meter        MeterCounts
+	MaxPerMinute int
+	CPUSeconds   float64
+	MaxRSSKiB    int64
+}
+
+// FleetChild runs n reflectors of variant against server, sharing one meter, and answers the
+// parent on in: "match COUNT HASH" (reply "MATCHED" once every store holds that state, or
+// "MATCHED timeout" after 10 minutes) and "report" (reply "RESULT {json}").
+func FleetChild(variant, server string, n int, in io.Reader, out io.Writer) error {
+	// N members would each log every failure; the parent's figures say what happened.
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	meter := &Meter{Base: &http.Transport{MaxIdleConnsPerHost: n + 10}}
+	stores := make([]*TimedStore, n)
+	meters := make([]*Meter, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		stores[i] = NewStoreFor(variant)
+		// Each member has a meter of its own over the shared one, for its requests per minute.
+		meters[i] = &Meter{Base: meter}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = RunReflector(ctx, variant, Target{Server: server, GVR: sim.ConfigMaps, Namespace: fleetNS, Transport: meters[i]}, stores[i])
+		}()
+	}
+	w := bufio.NewWriter(out)
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 3 && f[0] == "match":
+			want, _ := strconv.ParseUint(f[2], 10, 64)
+			deadline := time.Now().Add(10 * time.Minute)
+			for !allMatch(stores, want) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if allMatch(stores, want) {
+				fmt.Fprintln(w, "MATCHED")
+			} else {
+				fmt.Fprintln(w, "MATCHED timeout")
+			}
+		case len(f) == 1 && f[0] == "report":
+			r := fleetChildResult{Meter: meter.Counts(), CPUSeconds: processCPU().Seconds(), MaxRSSKiB: peakRSSKiB()}
+			r.Meter.Opens, r.Meter.Fails, r.Meter.Requests = nil, nil, nil
+			for _, m := range meters {
+				r.MaxPerMinute = max(r.MaxPerMinute, busiestMinute(m.Counts().Requests))
+			}
+			b, _ := json.Marshal(r)
+			fmt.Fprintf(w, "RESULT %s\n", b)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	cancel()
+	wg.Wait()
+	return nil
+}
+
+func allMatch(stores []*TimedStore, want uint64) bool {
+	for _, s := range stores {
+		if stateHash(s.Versions()) != want {
+			return false
+		}
+	}
+	return true
+}
+
+// busiestMinute is the most request times (unix nanos, ascending) in any 60-second window.
+func busiestMinute(ts []int64) int {
+	slices.Sort(ts)
+	best, j := 0, 0
+	for i := range ts {
+		for ts[i]-ts[j] >= int64(time.Minute) {
+			j++
+		}
+		best = max(best, i-j+1)
+	}
+	return best
+}
+
+// metricSamples is a /metrics scrape: each sample's name, labels and value.
+type metricSamples []metricSample
+
+type metricSample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// scrapeMetrics reads the server's Prometheus text exposition. Only plain samples are kept
+// (name{label="value",…} number), which is all the counters and sums used here need.
+func scrapeMetrics(ctx context.Context, hc *http.Client, base string) (metricSamples, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/metrics: %s", resp.Status)
+	}
+	var out metricSamples
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		s, ok := parseSample(line)
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out, sc.Err()
+}
+
+func parseSample(line string) (metricSample, bool) {
+	s := metricSample{labels: map[string]string{}}
+	rest := line
+	if i := strings.IndexByte(line, '{'); i >= 0 {
+		j := strings.LastIndexByte(line, '}')
+		if j < i {
+			return s, false
+		}
+		s.name = line[:i]
+		for _, kv := range splitLabels(line[i+1 : j]) {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return s, false
+			}
+			uq, err := strconv.Unquote(v)
+			if err != nil {
+				return s, false
+			}
+			s.labels[k] = uq
+		}
+		rest = strings.TrimSpace(line[j+1:])
+	} else {
+		name, value, ok := strings.Cut(line, " ")
+		if !ok {
+			return s, false
+		}
+		s.name, rest = name, value
+	}
+	value, _, _ := strings.Cut(rest, " ")
+	v, err := strconv.ParseFloat(value, 64)
+	if err != nil {
+		return s, false
+	}
+	s.value = v
+	return s, true
+}
+
+// splitLabels splits a="x",b="y" at the commas between pairs, not those inside quotes.
+func splitLabels(s string) []string {
+	var out []string
+	start, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			quoted = !quoted
+		case ',':
+			if !quoted {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+// sum adds the samples of name whose labels include match.
+func (m metricSamples) sum(name string, match map[string]string) float64 {
+	var total float64
+	for _, s := range m {
+		if s.name != name {
+			continue
+		}
+		ok := true
+		for k, v := range match {
+			if s.labels[k] != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			total += s.value
+		}
+	}
+	return total
+}
+
+// byVerbCode is apiserver_request_total of resource by "VERB CODE".
+func (m metricSamples) byVerbCode(resource string) map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range m {
+		if s.name == "apiserver_request_total" && s.labels["resource"] == resource {
+			out[s.labels["verb"]+" "+s.labels["code"]] += s.value
+		}
+	}
+	return out
+}
+
+// WriteFleetTable prints one row per fleet run.
+func WriteFleetTable(w io.Writer, rs []FleetResult) {
+	fmt.Fprintln(w, "| scenario | reflectors | kind | full-state transfers | full-state MiB | requests | 429s | server rejected | server LIST MiB | peak server req/s | busiest member req/min | initial sync s | converge s | server CPU s | client CPU ms/member | client RSS KiB/member |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rs {
+		if r.Err != "" {
+			fmt.Fprintf(w, "| %s | %d | %s | error: %s |\n", r.Scenario, r.Reflectors, r.Variant, r.Err)
+			continue
+		}
+		peak := 0.0
+		for _, v := range r.ServerRequestsPerSecond {
+			peak = max(peak, v)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %d | %.1f | %d | %d | %d | %.1f | %.0f | %d | %.1f | %.1f | %.1f | %.0f | %.0f |\n",
+			r.Scenario, r.Reflectors, r.Variant, r.FullStateTransfers, float64(r.FullStateBytes)/(1<<20), r.Requests, r.TooMany,
+			r.ServerRejected, r.ServerListBytes/(1<<20), peak, r.MaxRequestsPerReflectorPerMinute, r.InitialSyncSeconds, r.ConvergeSeconds,
+			r.ServerCPUSeconds, r.ClientCPUSecondsPerMember*1000, r.ClientRSSKiBPerMember)
+	}
+}
