@@ -8,6 +8,8 @@
 #   3. initial sync of 10,000 and 50,000 objects on the real kube-apiserver, plus the
 #      client-side B/op benchmark;
 #   4. transitions.Step per event kind;
+#   5. informer memory per object and the Pod initial sync in JSON and protobuf;
+#   6. fleets of reflectors through faults the server makes itself (rewatch-bench fleet);
 # then summarises them with benchstat and rewatch-bench summary, and redraws the charts.
 # The full storm schedule takes about 45 minutes per seed (the baseline is the slowest to get
 # through it). Knobs (environment):
@@ -16,10 +18,11 @@
 #   SCALE=1           fraction of issue 6's fault schedule (0.25 for a quick look)
 #   COUNT=6           repetitions of each go test benchmark
 #   SIZES=10000,50000 initial-sync sizes; REPEAT=3 repetitions of each sync case
+#   FLEET=50,200      fleet sizes
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-: "${SEEDS:=11 12 13}" "${SCALE:=1}" "${COUNT:=6}" "${SIZES:=10000,50000}" "${REPEAT:=3}"
+: "${SEEDS:=11 12 13}" "${SCALE:=1}" "${COUNT:=6}" "${SIZES:=10000,50000}" "${REPEAT:=3}" "${FLEET:=50,200}"
 out=bench/results
 stamp=$(date -u +%Y%m%d-%H%M%S)
 : "${RAW:=.cache/bench/$stamp}"
@@ -53,6 +56,13 @@ go test -run '^$' -bench InitialSync -benchmem -count "$COUNT" ./bench/ | tee "$
 echo "== 4. transitions.Step"
 go test -run '^$' -bench . -benchmem -count "$COUNT" ./transitions/ | tee "$RAW/step-$stamp.txt"
 "${benchstat[@]}" "$RAW/step-$stamp.txt" | tee "$out/step-$stamp.benchstat.txt"
+
+echo "== 5. informer memory, Pod sync in JSON and protobuf"
+go test -run '^$' -bench 'InformerMemory|PodSync' -benchmem -benchtime 1x -count "$COUNT" ./bench/ | tee "$RAW/memory-$stamp.txt"
+"${benchstat[@]}" "$RAW/memory-$stamp.txt" | tee "$out/memory-$stamp.benchstat.txt"
+
+echo "== 6. fleets (sizes: $FLEET)"
+"$bin" fleet -sizes "$FLEET" -objects 5000 -out "$RAW" -charts bench 2> >(grep -v '^[IEW][0-9]\{4\} ' >&2) | tee "$out/fleet-$stamp.md"
 
 echo "== charts"
 "$bin" charts -storm "$(IFS=,; echo "${storms[*]}")" -throughput "$RAW/throughput-$stamp.txt" -dir bench
