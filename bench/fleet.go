@@ -17,8 +17,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -134,20 +132,11 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	case ScenarioCompaction:
 		opts.ExtraArgs = []string{"--watch-cache=false"}
 	}
-	s, err := apiserver.Start(ctx, opts)
+	s, cs, err := startServer(ctx, fleetNS, opts)
 	if err != nil {
 		return res, err
 	}
 	defer s.Stop()
-	rc := rest.CopyConfig(s.RESTConfig())
-	rc.QPS, rc.Burst = 2000, 4000
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return res, err
-	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return res, err
-	}
 	if err := populate(ctx, cs, fleetNS, 0, o.Objects); err != nil {
 		return res, err
 	}

@@ -83,13 +83,10 @@ func managedListBody(n int, metadataOnly bool) []byte {
 func listServer(n int) *httptest.Server {
 	full, meta := managedListBody(n, false), managedListBody(n, true)
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if q := r.URL.Query().Get("watch"); q == "1" || q == "true" {
-			w.WriteHeader(http.StatusOK)
-			http.NewResponseController(w).Flush()
-			<-r.Context().Done()
+		if holdWatch(w, r, "application/json") {
 			return
 		}
+		w.Header().Set("Content-Type", "application/json")
 		body := full
 		if strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") {
 			body = meta

@@ -69,11 +69,7 @@ func benchPodSync(b *testing.B, n int, media, runner string) {
 			http.Error(w, "this server answers "+media+" only", http.StatusNotAcceptable)
 			return
 		}
-		if q := r.URL.Query().Get("watch"); q == "1" || q == "true" {
-			w.Header().Set("Content-Type", media+";stream=watch")
-			w.WriteHeader(http.StatusOK)
-			http.NewResponseController(w).Flush()
-			<-r.Context().Done()
+		if holdWatch(w, r, media+";stream=watch") {
 			return
 		}
 		w.Header().Set("Content-Type", media)

@@ -87,7 +87,7 @@ var payload = strings.Repeat("x", 1000)
 // variant, all at once on the same objects and the same schedule.
 func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	logf := o.Logf
-	s, cs, err := startServer(ctx, stormNS)
+	s, cs, err := startServer(ctx, stormNS, apiserver.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -225,13 +225,13 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	return res, nil
 }
 
-// startServer starts a real kube-apiserver (building it first if needed) with namespace ns
-// and returns a clientset that may write fast.
-func startServer(ctx context.Context, ns string) (*apiserver.Server, kubernetes.Interface, error) {
+// startServer starts a real kube-apiserver with opts (building it first if needed) with
+// namespace ns and returns a clientset that may write fast.
+func startServer(ctx context.Context, ns string, opts apiserver.Options) (*apiserver.Server, kubernetes.Interface, error) {
 	if err := apiserver.EnsureBuilt(ctx); err != nil {
 		return nil, nil, err
 	}
-	s, err := apiserver.Start(ctx, apiserver.Options{})
+	s, err := apiserver.Start(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}

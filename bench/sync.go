@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/rewatch/rewatch/internal/apiserver"
 	"github.com/rewatch/rewatch/internal/faultproxy"
 	"github.com/rewatch/rewatch/sim"
 )
@@ -73,7 +74,7 @@ func RunSync(ctx context.Context, o SyncOptions) ([]SyncResult, error) {
 	var url string
 	switch o.Server {
 	case "real":
-		s, cs, err := startServer(ctx, syncNS)
+		s, cs, err := startServer(ctx, syncNS, apiserver.Options{})
 		if err != nil {
 			return nil, err
 		}

@@ -39,6 +39,19 @@ func ListBody(n int) []byte {
 	return b.Bytes()
 }
 
+// holdWatch answers a watch request with an empty stream of contentType, held open until the
+// client goes away; it reports whether r was a watch.
+func holdWatch(w http.ResponseWriter, r *http.Request, contentType string) bool {
+	if q := r.URL.Query().Get("watch"); q != "1" && q != "true" {
+		return false
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(http.StatusOK)
+	http.NewResponseController(w).Flush()
+	<-r.Context().Done()
+	return true
+}
+
 // replaceStore closes done on the first Replace: the end of the initial sync.
 type replaceStore struct {
 	InnerStore
@@ -56,13 +69,10 @@ func (s *replaceStore) Resync() error { return nil }
 func benchSync(b *testing.B, run func(ctx context.Context, url string, store *replaceStore) error, newInner func() InnerStore) {
 	body := ListBody(syncObjects)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if q := r.URL.Query().Get("watch"); q == "1" || q == "true" {
-			w.WriteHeader(http.StatusOK)
-			http.NewResponseController(w).Flush()
-			<-r.Context().Done()
+		if holdWatch(w, r, "application/json") {
 			return
 		}
+		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
 	}))
 	defer srv.Close()

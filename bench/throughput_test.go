@@ -41,26 +41,7 @@ func benchStream(b *testing.B, run func(ctx context.Context, url string, store *
 	stream := WatchStream(n, 1000)
 	srv, _ := StreamServer(stream)
 	defer srv.Close()
-	b.SetBytes(int64(len(stream)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	var ms0, ms1 runtimeMemStats
-	ms0.read()
-	cpu0 := processCPU()
-	for b.Loop() {
-		store := &CountingStore{InnerStore: newInner(), Target: int64(n), Done: make(chan struct{})}
-		runUntil(b, func(ctx context.Context) error { return run(ctx, srv.URL, store) }, store.Done,
-			5*time.Minute, "stream not consumed within 5 minutes")
-	}
-	ms1.read()
-	cpu := processCPU() - cpu0
-	b.StopTimer()
-	ops := float64(b.N)
-	b.ReportMetric(float64(n)*ops/b.Elapsed().Seconds(), "events/s")
-	b.ReportMetric(float64(ms1.mallocs-ms0.mallocs)/(ops*float64(n)), "allocs/event")
-	// Process CPU (client and the local server alike) per event: less sensitive than events/s
-	// to how the goroutines of a pipeline share 2 busy cores.
-	b.ReportMetric(cpu.Seconds()*1e6/(ops*float64(n)), "cpu-µs/event")
+	runStream(b, srv.URL, n, int64(len(stream)), run, newInner)
 }
 
 // runUntil runs one reflector until done is closed, then stops it; b fails if that takes

@@ -37,22 +37,17 @@ var (
 	wireCBORStream = cbor.NewSerializer(wireScheme, wireScheme, cbor.Transcode(false))
 )
 
-// decodeCBOR decodes a CBOR body or embedded object into into.
-func decodeCBOR(raw []byte, into runtime.Object) error {
-	obj, gvk, err := wireCBOR.Decode(raw, nil, into)
-	if err != nil {
-		return err
-	}
-	if obj != into {
-		return fmt.Errorf("the body is a %s, not a %T", gvk.Kind, into)
-	}
-	return nil
-}
-
 // decodeWireProtobuf decodes a protobuf body or embedded object into into, which must be the
 // kind the body says it is.
 func decodeWireProtobuf(raw []byte, into runtime.Object) error {
-	obj, gvk, err := wireProtobuf.Decode(raw, nil, into)
+	return decodeInto(wireProtobuf, raw, into)
+}
+
+// decodeCBOR decodes a CBOR body or embedded object into into.
+func decodeCBOR(raw []byte, into runtime.Object) error { return decodeInto(wireCBOR, raw, into) }
+
+func decodeInto(d runtime.Decoder, raw []byte, into runtime.Object) error {
+	obj, gvk, err := d.Decode(raw, nil, into)
 	if err != nil {
 		return err
 	}

@@ -71,12 +71,7 @@ func main() {
 		out := fs.String("out", ".cache/bench", "directory for the raw JSON results (not tracked)")
 		_ = fs.Parse(args)
 		self, _ := os.Executable()
-		var ns []int
-		for _, f := range strings.Split(*sizes, ",") {
-			var n int
-			_, _ = fmt.Sscan(f, &n)
-			ns = append(ns, n)
-		}
+		ns := parseSizes(*sizes)
 		var r []bench.SyncResult
 		r, err = bench.RunSync(ctx, bench.SyncOptions{Sizes: ns, Repeats: *reps, Server: *server, Self: self, Logf: log.Printf})
 		if err == nil {
@@ -102,12 +97,7 @@ func main() {
 		charts := fs.String("charts", "", "directory for the SVG charts (none if empty)")
 		_ = fs.Parse(args)
 		self, _ := os.Executable()
-		var ns []int
-		for _, f := range strings.Split(*sizes, ",") {
-			var n int
-			_, _ = fmt.Sscan(f, &n)
-			ns = append(ns, n)
-		}
+		ns := parseSizes(*sizes)
 		var r []bench.FleetResult
 		r, err = bench.RunFleet(ctx, bench.FleetOptions{Sizes: ns, Objects: *objects, Scenarios: strings.Split(*scenarios, ","),
 			Variants: strings.Split(*variants, ","), WriteEvery: *every, Gap: *gap, Inflight: *inflight, Self: self, Logf: log.Printf})
@@ -160,6 +150,19 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// parseSizes reads a comma-separated list of counts.
+func parseSizes(list string) []int {
+	var ns []int
+	for _, f := range strings.Split(list, ",") {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil || n <= 0 {
+			log.Fatalf("%q is not a count", f)
+		}
+		ns = append(ns, n)
+	}
+	return ns
 }
 
 func save(dir, name string, v any) error {
