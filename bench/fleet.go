@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/rewatch/rewatch/internal/apiserver"
 	"github.com/rewatch/rewatch/internal/faultproxy"
@@ -372,6 +374,11 @@ type fleetChildResult struct {
 func FleetChild(variant, server string, n int, in io.Reader, out io.Writer) error {
 	// N members would each log every failure; the parent's figures say what happened.
 	slog.SetDefault(slog.New(slog.DiscardHandler))
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	_ = klogFlags.Set("logtostderr", "false")
+	_ = klogFlags.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	meter := &Meter{Base: &http.Transport{MaxIdleConnsPerHost: n + 10}}
