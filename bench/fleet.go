@@ -30,15 +30,17 @@ import (
 
 // Fleet scenarios: each is a fault the server makes itself, not the fault proxy.
 const (
-	// ScenarioAPF starts kube-apiserver with a small concurrency budget
-	// (--max-requests-inflight), so that API Priority and Fairness answers the fleet's requests
-	// 429 with its own Retry-After; the fleet starts all at once and, halfway, etcd is compacted
-	// under a watch cache that is off, so that every reflector must list again at the same time.
+	// ScenarioAPF gives the fleet's user a priority level of its own with one seat and a queue
+	// of two, on a server with a small concurrency budget (--max-requests-inflight), so that
+	// API Priority and Fairness answers what does not fit 429 with its own Retry-After; the
+	// fleet starts all at once, and then a restart makes every member re-watch and relist at
+	// once.
 	ScenarioAPF = "apf"
 	// ScenarioRestart restarts kube-apiserver (etcd kept) twice, a gap apart.
 	ScenarioRestart = "restart"
-	// ScenarioCompaction compacts etcd to its current revision while the fleet watches through a
-	// server without a watch cache, so every resume fails with the server's own 410.
+	// ScenarioCompaction compacts etcd to its current revision under a server without a watch
+	// cache and then restarts it: every member's resume reaches etcd at a compacted revision
+	// and gets etcd's own 410. (A compaction alone ends no watch that is keeping up.)
 	ScenarioCompaction = "compaction"
 	// ScenarioSlow pauses etcd (SIGSTOP) for a while: requests time out (504) and streams end.
 	ScenarioSlow = "slow"
@@ -130,7 +132,7 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	opts := apiserver.Options{}
 	switch scenario {
 	case ScenarioAPF:
-		opts.ExtraArgs = []string{fmt.Sprintf("--max-requests-inflight=%d", o.Inflight), "--max-mutating-requests-inflight=50", "--watch-cache=false"}
+		opts.ExtraArgs = []string{fmt.Sprintf("--max-requests-inflight=%d", o.Inflight), "--max-mutating-requests-inflight=50"}
 	case ScenarioCompaction:
 		opts.ExtraArgs = []string{"--watch-cache=false"}
 	}
@@ -141,6 +143,11 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	defer s.Stop()
 	if err := populate(ctx, cs, fleetNS, 0, o.Objects); err != nil {
 		return res, err
+	}
+	if scenario == ScenarioAPF {
+		if err := throttleFleet(ctx, cs); err != nil {
+			return res, err
+		}
 	}
 	// The fleet reaches the server through a plain-HTTP front that holds a credential subject
 	// to API Priority and Fairness (an admin's requests are exempt); it injects nothing.
@@ -157,12 +164,12 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	if err != nil {
 		return res, err
 	}
-	before, err := scrapeMetrics(ctx, admin, s.URL())
-	if err != nil {
+	// The server's counters and CPU time start afresh with each kube-apiserver process, so the
+	// figures are added up process by process: each one's end minus its start.
+	acc := &serverTotals{requests: map[string]float64{}}
+	if err := acc.begin(ctx, s, admin); err != nil {
 		return res, err
 	}
-	cpu0, _ := s.CPUSeconds()
-	var cpuBeforeRestarts float64 // CPU of processes that a restart ended
 
 	// The server's request rate, sampled each second, for the chart.
 	sampleCtx, stopSampling := context.WithCancel(ctx)
@@ -252,13 +259,15 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	time.Sleep(5 * time.Second) // steady state with writes
 
 	switch scenario {
-	case ScenarioAPF, ScenarioCompaction:
-		err = s.Compact(ctx)
+	case ScenarioAPF:
+		err = acc.restart(ctx, s, admin)
+	case ScenarioCompaction:
+		if err = s.Compact(ctx); err == nil {
+			err = acc.restart(ctx, s, admin)
+		}
 	case ScenarioRestart:
 		for i := range 2 {
-			c, _ := s.CPUSeconds()
-			cpuBeforeRestarts += c
-			if err = s.RestartAPIServer(ctx); err != nil {
+			if err = acc.restart(ctx, s, admin); err != nil {
 				break
 			}
 			if i == 0 {
@@ -282,29 +291,13 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 		return res, err
 	}
 
-	after, err := scrapeMetrics(ctx, admin, s.URL())
-	if err != nil {
+	if err := acc.end(ctx, s, admin); err != nil {
 		return res, err
 	}
-	cpu1, _ := s.CPUSeconds()
-	if scenario == ScenarioRestart {
-		cpu0 = 0 // the process measured at the start is gone; cpuBeforeRestarts holds them
-	}
-	res.ServerCPUSeconds = cpuBeforeRestarts + cpu1 - cpu0
+	res.ServerCPUSeconds, res.ServerRejected, res.ServerListBytes = acc.cpu, int(acc.rejected), acc.listBytes
 	res.ServerRequests = map[string]int{}
-	for k, v := range after.byVerbCode("configmaps") {
-		if scenario == ScenarioRestart {
-			res.ServerRequests[k] = int(v) // counters restarted with the process
-		} else {
-			res.ServerRequests[k] = int(v - before.byVerbCode("configmaps")[k])
-		}
-	}
-	res.ServerRejected = int(after.sum("apiserver_flowcontrol_rejected_requests_total", nil) - before.sum("apiserver_flowcontrol_rejected_requests_total", nil))
-	res.ServerListBytes = after.sum("apiserver_response_sizes_sum", map[string]string{"resource": "configmaps", "verb": "LIST"}) -
-		before.sum("apiserver_response_sizes_sum", map[string]string{"resource": "configmaps", "verb": "LIST"})
-	if scenario == ScenarioRestart {
-		res.ServerRejected = int(after.sum("apiserver_flowcontrol_rejected_requests_total", nil))
-		res.ServerListBytes = after.sum("apiserver_response_sizes_sum", map[string]string{"resource": "configmaps", "verb": "LIST"})
+	for k, v := range acc.requests {
+		res.ServerRequests[k] = int(v)
 	}
 
 	fmt.Fprintln(stdin, "report")
@@ -321,6 +314,62 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	res.MaxRequestsPerReflectorPerMinute = c.MaxPerMinute
 	res.ClientCPUSecondsPerMember, res.ClientRSSKiBPerMember = c.CPUSeconds/float64(n), float64(c.MaxRSSKiB)/float64(n)
 	return res, nil
+}
+
+// serverTotals adds up the server's own figures over the kube-apiserver processes of a run.
+type serverTotals struct {
+	start     metricSamples
+	startCPU  float64
+	requests  map[string]float64
+	rejected  float64
+	listBytes float64
+	cpu       float64
+}
+
+func (t *serverTotals) begin(ctx context.Context, s *apiserver.Server, admin *http.Client) error {
+	m, err := scrapeMetrics(ctx, admin, s.URL())
+	if err != nil {
+		return err
+	}
+	t.start = m
+	t.startCPU, err = s.CPUSeconds()
+	return err
+}
+
+// end adds what the current process did since begin.
+func (t *serverTotals) end(ctx context.Context, s *apiserver.Server, admin *http.Client) error {
+	m, err := scrapeMetrics(ctx, admin, s.URL())
+	if err != nil {
+		return err
+	}
+	cpu, err := s.CPUSeconds()
+	if err != nil {
+		return err
+	}
+	t.cpu += cpu - t.startCPU
+	before := t.start.byVerbCode("configmaps")
+	for k, v := range m.byVerbCode("configmaps") {
+		t.requests[k] += v - before[k]
+	}
+	const rejected = "apiserver_flowcontrol_rejected_requests_total"
+	t.rejected += m.sum(rejected, nil) - t.start.sum(rejected, nil)
+	list := map[string]string{"resource": "configmaps", "verb": "LIST"}
+	t.listBytes += m.sum("apiserver_response_sizes_sum", list) - t.start.sum("apiserver_response_sizes_sum", list)
+	return nil
+}
+
+// restart ends the current process's account, restarts kube-apiserver and begins the next.
+func (t *serverTotals) restart(ctx context.Context, s *apiserver.Server, admin *http.Client) error {
+	if err := t.end(ctx, s, admin); err != nil {
+		return err
+	}
+	if err := s.RestartAPIServer(ctx); err != nil {
+		return err
+	}
+	// The new process counts from zero, its start-up included: the restart's cost is the
+	// server's, whatever the fleet.
+	t.start, t.startCPU = nil, 0
+	return nil
 }
 
 // fleetWriter updates one configmap every interval, round the namespace.
@@ -585,7 +634,7 @@ func (m metricSamples) byVerbCode(resource string) map[string]float64 {
 
 // WriteFleetTable prints one row per fleet run.
 func WriteFleetTable(w io.Writer, rs []FleetResult) {
-	fmt.Fprintln(w, "| scenario | reflectors | kind | full-state transfers | full-state MiB | requests | 429s | server rejected | server LIST MiB | peak server req/s | busiest member req/min | initial sync s | converge s | server CPU s | client CPU ms/member | client RSS KiB/member |")
+	fmt.Fprintln(w, "| scenario | reflectors | kind | full-state transfers | full-state MiB | requests (client) | requests (server) | 429s | server rejected | peak server req/s | busiest member req/min | initial sync s | converge s | server CPU s | client CPU ms/member | client RSS KiB/member |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		if r.Err != "" {
@@ -596,9 +645,15 @@ func WriteFleetTable(w io.Writer, rs []FleetResult) {
 		for _, v := range r.ServerRequestsPerSecond {
 			peak = max(peak, v)
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %d | %.1f | %d | %d | %d | %.1f | %.0f | %d | %.1f | %.1f | %.1f | %.0f | %.0f |\n",
-			r.Scenario, r.Reflectors, r.Variant, r.FullStateTransfers, float64(r.FullStateBytes)/(1<<20), r.Requests, r.TooMany,
-			r.ServerRejected, r.ServerListBytes/(1<<20), peak, r.MaxRequestsPerReflectorPerMinute, r.InitialSyncSeconds, r.ConvergeSeconds,
+		served := 0 // the fleet's reads: the writer's updates left out
+		for k, n := range r.ServerRequests {
+			if !strings.HasPrefix(k, "UPDATE ") {
+				served += n
+			}
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %d | %.1f | %d | %d | %d | %d | %.0f | %d | %.1f | %.1f | %.1f | %.0f | %.0f |\n",
+			r.Scenario, r.Reflectors, r.Variant, r.FullStateTransfers, float64(r.FullStateBytes)/(1<<20), r.Requests, served, r.TooMany,
+			r.ServerRejected, peak, r.MaxRequestsPerReflectorPerMinute, r.InitialSyncSeconds, r.ConvergeSeconds,
 			r.ServerCPUSeconds, r.ClientCPUSecondsPerMember*1000, r.ClientRSSKiBPerMember)
 	}
 }
