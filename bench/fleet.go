@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,8 +66,10 @@ type FleetOptions struct {
 	Gap time.Duration
 	// Inflight is --max-requests-inflight for the APF scenario.
 	Inflight int
-	Self     string
-	Logf     func(string, ...any)
+	// JournalDir, when set, receives the journal of the first member of each rewatch fleet.
+	JournalDir string
+	Self       string
+	Logf       func(string, ...any)
 }
 
 // FleetResult is one fleet through one scenario.
@@ -98,7 +101,9 @@ type FleetResult struct {
 	InitialSyncSeconds, ConvergeSeconds float64
 	ClientCPUSecondsPerMember           float64
 	ClientRSSKiBPerMember               float64
-	Err                                 string
+	// Journal is the first rewatch member\'s journal, when one was kept.
+	Journal string `json:",omitempty"`
+	Err     string
 }
 
 // RunFleet runs every size × scenario × variant, each on a fresh kube-apiserver and etcd, the
@@ -200,7 +205,12 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 		}
 	}()
 
-	cmd := exec.CommandContext(ctx, o.Self, "fleet-child", "-variant", variant, "-server", front.URL(), "-n", strconv.Itoa(n))
+	args := []string{"fleet-child", "-variant", variant, "-server", front.URL(), "-n", strconv.Itoa(n)}
+	if o.JournalDir != "" {
+		res.Journal = filepath.Join(o.JournalDir, fmt.Sprintf("fleet-%s-%d-%s-%s.journal", scenario, n, variant, time.Now().Format("150405")))
+		args = append(args, "-journal", res.Journal)
+	}
+	cmd := exec.CommandContext(ctx, o.Self, args...)
 	cmd.Env = os.Environ()
 	if variant == VariantCGList {
 		cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient=false")
@@ -420,7 +430,7 @@ type fleetChildResult struct {
 // FleetChild runs n reflectors of variant against server, sharing one meter, and answers the
 // parent on in: "match COUNT HASH" (reply "MATCHED" once every store holds that state, or
 // "MATCHED timeout" after 10 minutes) and "report" (reply "RESULT {json}").
-func FleetChild(variant, server string, n int, in io.Reader, out io.Writer) error {
+func FleetChild(variant, server string, n int, journal string, in io.Reader, out io.Writer) error {
 	// N members would each log every failure; the parent's figures say what happened.
 	slog.SetDefault(slog.New(slog.DiscardHandler))
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
@@ -433,15 +443,30 @@ func FleetChild(variant, server string, n int, in io.Reader, out io.Writer) erro
 	meter := &Meter{Base: &http.Transport{MaxIdleConnsPerHost: n + 10}}
 	stores := make([]*TimedStore, n)
 	meters := make([]*Meter, n)
+	// The first member of a rewatch fleet keeps a journal: it says why that member did what it
+	// did, request by request (rewatch replay).
+	var first io.Writer
+	if journal != "" && (variant == VariantRewatch || variant == VariantRewatchCap5s) {
+		f, err := os.Create(journal)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		first = f
+	}
 	var wg sync.WaitGroup
 	for i := range n {
 		stores[i] = NewStoreFor(variant)
 		// Each member has a meter of its own over the shared one, for its requests per minute.
 		meters[i] = &Meter{Base: meter}
+		t := Target{Server: server, GVR: sim.ConfigMaps, Namespace: fleetNS, Transport: meters[i]}
+		if i == 0 && first != nil {
+			t.Journal = first
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = RunReflector(ctx, variant, Target{Server: server, GVR: sim.ConfigMaps, Namespace: fleetNS, Transport: meters[i]}, stores[i])
+			_ = RunReflector(ctx, variant, t, stores[i])
 		}()
 	}
 	w := bufio.NewWriter(out)

@@ -18,9 +18,9 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "fleet-child" {
 		fs := flag.NewFlagSet("fleet-child", flag.ExitOnError)
-		v, server, n := fs.String("variant", "", ""), fs.String("server", "", ""), fs.Int("n", 0, "")
+		v, server, n, journal := fs.String("variant", "", ""), fs.String("server", "", ""), fs.Int("n", 0, ""), fs.String("journal", "", "")
 		_ = fs.Parse(os.Args[2:])
-		if err := FleetChild(*v, *server, *n, os.Stdin, os.Stdout); err != nil {
+		if err := FleetChild(*v, *server, *n, *journal, os.Stdin, os.Stdout); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)

@@ -100,7 +100,8 @@ func main() {
 		ns := parseSizes(*sizes)
 		var r []bench.FleetResult
 		r, err = bench.RunFleet(ctx, bench.FleetOptions{Sizes: ns, Objects: *objects, Scenarios: strings.Split(*scenarios, ","),
-			Variants: strings.Split(*variants, ","), WriteEvery: *every, Gap: *gap, Inflight: *inflight, Self: self, Logf: log.Printf})
+			Variants: strings.Split(*variants, ","), WriteEvery: *every, Gap: *gap, Inflight: *inflight, Self: self, Logf: log.Printf,
+			JournalDir: *out})
 		bench.WriteFleetTable(os.Stdout, r)
 		if serr := save(*out, "fleet", r); err == nil {
 			err = serr
@@ -112,8 +113,9 @@ func main() {
 		v := fs.String("variant", "", "")
 		server := fs.String("server", "", "")
 		n := fs.Int("n", 0, "")
+		journal := fs.String("journal", "", "")
 		_ = fs.Parse(args)
-		err = bench.FleetChild(*v, *server, *n, os.Stdin, os.Stdout)
+		err = bench.FleetChild(*v, *server, *n, *journal, os.Stdin, os.Stdout)
 	case "report":
 		_ = fs.Parse(args)
 		var runs []*bench.StormResult
