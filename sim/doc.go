@@ -5,7 +5,10 @@
 // over loopback HTTP and exercise the same code paths as against a real
 // cluster: resourceVersion semantics, pagination with continue tokens,
 // bookmarks, WatchList, compaction answering 410 Expired, "too large
-// resource version" answering 504, and slow watchers being cut off.
+// resource version" answering 504, and slow watchers being cut off. It
+// answers in JSON, and in protobuf for built-in kinds and metadata-only
+// (PartialObjectMetadata) requests when the client asks for protobuf first;
+// it does not serve CBOR.
 //
 // Where the simulator departs from the real server, the comment at that
 // place says so and why.
