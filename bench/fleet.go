@@ -68,6 +68,9 @@ type FleetOptions struct {
 	Inflight int
 	// JournalDir, when set, receives the journal of the first member of each rewatch fleet.
 	JournalDir string
+	// OnResult, when set, hears of each run as it ends: a long run's figures survive an
+	// interruption.
+	OnResult func(FleetResult)
 	Self       string
 	Logf       func(string, ...any)
 }
@@ -123,6 +126,9 @@ func RunFleet(ctx context.Context, o FleetOptions) ([]FleetResult, error) {
 					o.Logf("fleet: %d × %s through %s: %v", n, v, sc, err)
 				}
 				out = append(out, r)
+				if o.OnResult != nil {
+					o.OnResult(r)
+				}
 				if ctx.Err() != nil {
 					return out, ctx.Err()
 				}

@@ -98,8 +98,21 @@ func main() {
 		_ = fs.Parse(args)
 		self, _ := os.Executable()
 		ns := parseSizes(*sizes)
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			log.Fatal(err)
+		}
+		partial, err := os.Create(filepath.Join(*out, "fleet-"+time.Now().Format("20060102-150405")+".jsonl"))
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer partial.Close()
+		onResult := func(r bench.FleetResult) {
+			b, _ := json.Marshal(r)
+			fmt.Fprintf(partial, "%s\n", b)
+			bench.WriteFleetTable(os.Stderr, []bench.FleetResult{r})
+		}
 		var r []bench.FleetResult
-		r, err = bench.RunFleet(ctx, bench.FleetOptions{Sizes: ns, Objects: *objects, Scenarios: strings.Split(*scenarios, ","),
+		r, err = bench.RunFleet(ctx, bench.FleetOptions{OnResult: onResult,Sizes: ns, Objects: *objects, Scenarios: strings.Split(*scenarios, ","),
 			Variants: strings.Split(*variants, ","), WriteEvery: *every, Gap: *gap, Inflight: *inflight, Self: self, Logf: log.Printf,
 			JournalDir: *out})
 		bench.WriteFleetTable(os.Stdout, r)
