@@ -101,9 +101,9 @@ func main() {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			log.Fatal(err)
 		}
-		partial, err := os.Create(filepath.Join(*out, "fleet-"+time.Now().Format("20060102-150405")+".jsonl"))
-		if err != nil {
-			log.Fatal(err)
+		partial, perr := os.Create(filepath.Join(*out, "fleet-"+time.Now().Format("20060102-150405")+".jsonl"))
+		if perr != nil {
+			log.Fatal(perr)
 		}
 		defer partial.Close()
 		onResult := func(r bench.FleetResult) {
