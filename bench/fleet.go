@@ -71,8 +71,8 @@ type FleetOptions struct {
 	// OnResult, when set, hears of each run as it ends: a long run's figures survive an
 	// interruption.
 	OnResult func(FleetResult)
-	Self       string
-	Logf       func(string, ...any)
+	Self     string
+	Logf     func(string, ...any)
 }
 
 // FleetResult is one fleet through one scenario.
@@ -245,7 +245,7 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	startWriter := func() {
 		writeCtx, cancel := context.WithCancel(ctx)
 		stopWriter = cancel
-		go fleetWriter(writeCtx, cs, o.Objects, o.WriteEvery)
+		go writer(writeCtx, cs, fleetNS, o.Objects, o.WriteEvery)
 	}
 	startWriter()
 	// matched stops the writer and asks the fleet to report once every store equals the
@@ -386,20 +386,6 @@ func (t *serverTotals) restart(ctx context.Context, s *apiserver.Server, admin *
 	// server's, whatever the fleet.
 	t.start, t.startCPU = nil, 0
 	return nil
-}
-
-// fleetWriter updates one configmap every interval, round the namespace.
-func fleetWriter(ctx context.Context, cs kubernetes.Interface, n int, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		_, _ = cs.CoreV1().ConfigMaps(fleetNS).Update(ctx, configMap(fleetNS, i%n, strconv.Itoa(i)), metav1.UpdateOptions{})
-	}
 }
 
 func versionsIn(ctx context.Context, cs kubernetes.Interface, ns string) (map[string]string, error) {

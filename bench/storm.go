@@ -174,7 +174,7 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	wctx, stopWriter := context.WithCancel(ctx)
 	var wwg sync.WaitGroup
 	wwg.Add(1)
-	go func() { defer wwg.Done(); writer(wctx, cs, o.Objects, o.WriteEvery) }()
+	go func() { defer wwg.Done(); writer(wctx, cs, stormNS, o.Objects, o.WriteEvery) }()
 	for _, c := range children {
 		select {
 		case <-c.front.Done():
@@ -190,7 +190,7 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	stopWriter()
 	wwg.Wait()
 	writerStopped := time.Now().UnixNano()
-	want, err := serverVersions(ctx, cs)
+	want, err := versionsIn(ctx, cs, stormNS)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +323,8 @@ func populate(ctx context.Context, cs kubernetes.Interface, ns string, from, to 
 	}
 }
 
-func writer(ctx context.Context, cs kubernetes.Interface, n int, every time.Duration) {
+// writer updates one configmap of ns every interval, round cm-0 … cm-<n-1>.
+func writer(ctx context.Context, cs kubernetes.Interface, ns string, n int, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for i := 0; ; i++ {
@@ -332,20 +333,8 @@ func writer(ctx context.Context, cs kubernetes.Interface, n int, every time.Dura
 			return
 		case <-t.C:
 		}
-		_, _ = cs.CoreV1().ConfigMaps(stormNS).Update(ctx, configMap(stormNS, i%n, fmt.Sprint(i)), metav1.UpdateOptions{})
+		_, _ = cs.CoreV1().ConfigMaps(ns).Update(ctx, configMap(ns, i%n, fmt.Sprint(i)), metav1.UpdateOptions{})
 	}
-}
-
-func serverVersions(ctx context.Context, cs kubernetes.Interface) (map[string]string, error) {
-	l, err := cs.CoreV1().ConfigMaps(stormNS).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(l.Items))
-	for _, cm := range l.Items {
-		out[cm.Namespace+"/"+cm.Name] = cm.ResourceVersion
-	}
-	return out, nil
 }
 
 // StormChild is the child side: run one reflector through the front at server, report.

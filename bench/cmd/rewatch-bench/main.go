@@ -112,7 +112,7 @@ func main() {
 			bench.WriteFleetTable(os.Stderr, []bench.FleetResult{r})
 		}
 		var r []bench.FleetResult
-		r, err = bench.RunFleet(ctx, bench.FleetOptions{OnResult: onResult,Sizes: ns, Objects: *objects, Scenarios: strings.Split(*scenarios, ","),
+		r, err = bench.RunFleet(ctx, bench.FleetOptions{OnResult: onResult, Sizes: ns, Objects: *objects, Scenarios: strings.Split(*scenarios, ","),
 			Variants: strings.Split(*variants, ","), WriteEvery: *every, Gap: *gap, Inflight: *inflight, Self: self, Logf: log.Printf,
 			JournalDir: *out})
 		bench.WriteFleetTable(os.Stdout, r)
