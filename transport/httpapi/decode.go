@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,17 +38,8 @@ type unstructuredDecoder struct{}
 func (unstructuredDecoder) MediaTypes() []string { return []string{MediaCBOR, MediaJSON} }
 
 func (unstructuredDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
-	if err := only(mediaType, MediaCBOR, MediaJSON); err != nil {
-		return nil, "", "", err
-	}
 	var l unstructured.UnstructuredList
-	var err error
-	if mediaType == MediaCBOR {
-		err = decodeCBOR(body, &l)
-	} else {
-		err = l.UnmarshalJSON(body)
-	}
-	if err != nil {
+	if err := decodeUnstructured(mediaType, body, &l); err != nil {
 		return nil, "", "", err
 	}
 	items := make([]any, len(l.Items))
@@ -58,20 +50,25 @@ func (unstructuredDecoder) DecodeList(mediaType string, body []byte) ([]any, str
 }
 
 func (unstructuredDecoder) DecodeObject(mediaType string, raw []byte) (any, error) {
-	if err := only(mediaType, MediaCBOR, MediaJSON); err != nil {
-		return nil, err
-	}
 	u := &unstructured.Unstructured{}
-	var err error
-	if mediaType == MediaCBOR {
-		err = decodeCBOR(raw, u)
-	} else {
-		err = u.UnmarshalJSON(raw)
-	}
-	if err != nil {
+	if err := decodeUnstructured(mediaType, raw, u); err != nil {
 		return nil, err
 	}
 	return u, nil
+}
+
+// decodeUnstructured reads a CBOR or JSON body into an unstructured object or list.
+func decodeUnstructured(mediaType string, raw []byte, into interface {
+	runtime.Object
+	json.Unmarshaler
+}) error {
+	if err := only(mediaType, MediaCBOR, MediaJSON); err != nil {
+		return err
+	}
+	if mediaType == MediaCBOR {
+		return decodeCBOR(raw, into)
+	}
+	return into.UnmarshalJSON(raw)
 }
 
 // only refuses a body in a media type the decoder did not ask for.
@@ -145,17 +142,8 @@ type metadataDecoder struct{}
 func (metadataDecoder) MediaTypes() []string { return []string{MediaProtobuf, MediaJSON} }
 
 func (metadataDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
-	if err := only(mediaType, MediaProtobuf, MediaJSON); err != nil {
-		return nil, "", "", err
-	}
 	var l metav1.PartialObjectMetadataList
-	var err error
-	if mediaType == MediaProtobuf {
-		err = decodeWireProtobuf(body, &l)
-	} else {
-		err = jsonUnmarshalStrictCase(body, &l)
-	}
-	if err != nil {
+	if err := decodeMetadata(mediaType, body, &l); err != nil {
 		return nil, "", "", err
 	}
 	items := make([]any, len(l.Items))
@@ -167,20 +155,22 @@ func (metadataDecoder) DecodeList(mediaType string, body []byte) ([]any, string,
 }
 
 func (metadataDecoder) DecodeObject(mediaType string, raw []byte) (any, error) {
-	if err := only(mediaType, MediaProtobuf, MediaJSON); err != nil {
-		return nil, err
-	}
 	m := &metav1.PartialObjectMetadata{}
-	var err error
-	if mediaType == MediaProtobuf {
-		err = decodeWireProtobuf(raw, m)
-	} else {
-		err = jsonUnmarshalStrictCase(raw, m)
-	}
-	if err != nil {
+	if err := decodeMetadata(mediaType, raw, m); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// decodeMetadata reads a protobuf or JSON body into a PartialObjectMetadata or its list.
+func decodeMetadata(mediaType string, raw []byte, into runtime.Object) error {
+	if err := only(mediaType, MediaProtobuf, MediaJSON); err != nil {
+		return err
+	}
+	if mediaType == MediaProtobuf {
+		return decodeWireProtobuf(raw, into)
+	}
+	return jsonUnmarshalStrictCase(raw, into)
 }
 
 // ErrFrameTooLarge ends a watch stream whose frame grows past Config.MaxFrameBytes.

@@ -59,7 +59,7 @@ func (f Format) mediaTypes(d Decoder) []string {
 	return []string{formatMedia[f]}
 }
 
-// String is the format as a journal header and the CLI show it: "protobuf" when forced, or
+// describe is the format as a journal header and the CLI show it: "protobuf" when forced, or
 // "auto (protobuf, json)" with what auto asks for.
 func (f Format) describe(d Decoder) string {
 	if f != FormatAuto {
