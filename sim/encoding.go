@@ -93,8 +93,8 @@ var protobufSerializer = func() runtime.Serializer {
 	return info.Serializer
 }()
 
-// typed turns the JSON shape of an object (or list) into the Go type of gvk, as the server
-// holds it before encoding.
+// typed turns the JSON shape of an object into the Go type of gvk, as the server holds it
+// before encoding.
 func typed(gvk schema.GroupVersionKind, v any) (runtime.Object, error) {
 	obj, err := scheme.Scheme.New(gvk)
 	if err != nil {
@@ -111,6 +111,30 @@ func typed(gvk schema.GroupVersionKind, v any) (runtime.Object, error) {
 	return obj, nil
 }
 
+// typedList is l as the Go list type of gvk's kind, each item converted once.
+func typedList(gvk schema.GroupVersionKind, l wireList) (runtime.Object, error) {
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	list, err := scheme.Scheme.New(listGVK)
+	if err != nil {
+		return nil, err
+	}
+	list.GetObjectKind().SetGroupVersionKind(listGVK)
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, err
+	}
+	lm.SetResourceVersion(l.ResourceVersion)
+	lm.SetContinue(l.Continue)
+	lm.SetRemainingItemCount(l.RemainingItemCount)
+	items := make([]runtime.Object, len(l.Items))
+	for i := range l.Items {
+		if items[i], err = typed(gvk, l.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	return list, meta.SetList(list, items)
+}
+
 var metaScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
@@ -118,7 +142,7 @@ var metaScheme = func() *runtime.Scheme {
 	return s
 }()
 
-var metaProtobuf = protobuf.NewSerializer(metaScheme, metaScheme)
+var metaProtobuf runtime.Serializer = protobuf.NewSerializer(metaScheme, metaScheme)
 
 // asMetadata is v with only its metadata, as the server converts it for a metadata client.
 func asMetadata(v any) any {
@@ -142,62 +166,34 @@ func asMetadata(v any) any {
 
 // body encodes v (an object, a list, a Status) for a response body or a watch event's object.
 func (e encoding) body(v any) ([]byte, error) {
+	if st, ok := v.(metav1.Status); ok {
+		v = &st // statusOf has set its kind, so it encodes as it is in every format
+	}
 	if e.metadata {
 		v = asMetadata(v)
 	}
 	if !e.protobuf {
 		return json.Marshal(v)
 	}
-	if e.metadata {
-		obj, ok := v.(runtime.Object)
-		if !ok {
-			if st, isStatus := v.(metav1.Status); isStatus {
-				st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-				obj = &st
-			} else {
-				return nil, fmt.Errorf("no metadata form for %T", v)
-			}
-		}
-		var b bytes.Buffer
-		if err := metaProtobuf.Encode(obj, &b); err != nil {
-			return nil, err
-		}
-		return b.Bytes(), nil
-	}
-	gvk := e.gvk
-	switch x := v.(type) {
-	case metav1.Status:
-		gvk = schema.GroupVersionKind{Version: "v1", Kind: "Status"}
-		x.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-		v = &x
-	case wireList:
-		gvk.Kind += "List"
-	}
 	var obj runtime.Object
-	if o, ok := v.(runtime.Object); ok {
-		obj = o
-	} else {
-		var err error
-		if obj, err = typed(gvk, v); err != nil {
-			return nil, err
-		}
+	var err error
+	switch x := v.(type) {
+	case runtime.Object: // a Status, PartialObjectMetadata(List)
+		obj = x
+	case wireList:
+		obj, err = typedList(e.gvk, x)
+	default:
+		obj, err = typed(e.gvk, v)
 	}
-	if l, ok := v.(wireList); ok {
-		// meta.SetList takes the items as objects of the list's item type.
-		items := make([]runtime.Object, len(l.Items))
-		for i := range l.Items {
-			item, err := typed(e.gvk, l.Items[i])
-			if err != nil {
-				return nil, err
-			}
-			items[i] = item
-		}
-		if err := meta.SetList(obj, items); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
+	}
+	serializer := protobufSerializer
+	if e.metadata {
+		serializer = metaProtobuf
 	}
 	var b bytes.Buffer
-	if err := protobufSerializer.Encode(obj, &b); err != nil {
+	if err := serializer.Encode(obj, &b); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
