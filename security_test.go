@@ -1,6 +1,6 @@
 package rewatch_test
 
-// Security (issue 7): TLS verification is on by default, and bearer tokens and client keys
+// Security: TLS verification is on by default, and bearer tokens and client keys
 // never reach logs, journals or errors; the journal holds object keys, not object contents,
 // unless full capture is asked for.
 

@@ -20,7 +20,7 @@ import (
 // watch cache), Replace, WATCH from the list's resourceVersion; any watch failure or end →
 // backoff (client-go's reflector backoff: 800 ms, ×2, jitter 1.0, cap 30 s, reset after 2 min
 // without a backoff) → full LIST again. It ignores Retry-After. This is what a reflector
-// without watch retries does (issue 6).
+// without watch retries does: the cost rewatch exists to avoid.
 type Baseline struct {
 	Client *http.Client
 	Server string // base URL

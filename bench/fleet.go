@@ -438,7 +438,7 @@ func FleetChild(variant, server string, n int, journal string, in io.Reader, out
 	// The first member of a rewatch fleet keeps a journal: it says why that member did what it
 	// did, request by request (rewatch replay).
 	var first io.Writer
-	if journal != "" && (variant == VariantRewatch || variant == VariantRewatchCap5s) {
+	if journal != "" && isRewatch(variant) {
 		f, err := os.Create(journal)
 		if err != nil {
 			return err

@@ -31,7 +31,15 @@ const (
 	// [5 s, 10 s) at the cap): not a default, a measured answer to "what if rewatch backed off
 	// less in a storm". Run it with -variants.
 	VariantRewatchCap5s = "rewatch-cap5s"
+	// VariantRewatchWatchList is rewatch with Policy.WatchList: the initial state and every
+	// relist as a watch-list stream, as client-go's default does. Run it with -variants.
+	VariantRewatchWatchList = "rewatch-watchlist"
 )
+
+// isRewatch says whether a variant is one of rewatch's.
+func isRewatch(variant string) bool {
+	return variant == VariantRewatch || variant == VariantRewatchCap5s || variant == VariantRewatchWatchList
+}
 
 // Variants lists every reflector variant.
 var Variants = []string{VariantRewatch, VariantClientGo, VariantCGList, VariantBaseline}
@@ -53,7 +61,7 @@ type Target struct {
 // NewStoreFor returns the store each variant uses by default: rewatch's MemStore, client-go's
 // cache.NewStore for the others, wrapped to time its mutations.
 func NewStoreFor(variant string) *TimedStore {
-	if variant == VariantRewatch || variant == VariantRewatchCap5s {
+	if isRewatch(variant) {
 		return &TimedStore{Inner: driver.NewMemStore()}
 	}
 	return &TimedStore{Inner: cache.NewStore(cache.MetaNamespaceKeyFunc)}
@@ -66,13 +74,13 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 		rt = http.DefaultTransport
 	}
 	switch variant {
-	case VariantRewatch, VariantRewatchCap5s:
+	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList:
 		cfg := rewatch.Config{
 			Connection: rewatch.Connection{
 				Client: &http.Client{Transport: rt}, Server: t.Server,
 				Resource: rewatch.Resource{Group: t.GVR.Group, Version: t.GVR.Version, Resource: t.GVR.Resource, Namespace: t.Namespace},
 			},
-			Policy: rewatch.Policy{WatchList: t.WatchList, PageSize: t.PageSize},
+			Policy: rewatch.Policy{WatchList: t.WatchList || variant == VariantRewatchWatchList, PageSize: t.PageSize},
 			Store:  store, Journal: t.Journal,
 		}
 		if variant == VariantRewatchCap5s {

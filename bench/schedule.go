@@ -50,8 +50,9 @@ func (s Step) fault() faultproxy.Fault {
 // Mix is how many faults of each kind a storm has.
 type Mix struct{ Open429, Event429, EventIE, EventReset, Event410 int }
 
-// IssueMix is the schedule of issue 6.
-var IssueMix = Mix{Open429: 20, Event429: 20, EventIE: 10, EventReset: 10, Event410: 2}
+// StormMix is the storm's full schedule: 62 faults of the kinds a busy apiserver and its
+// network produce, two of them 410s.
+var StormMix = Mix{Open429: 20, Event429: 20, EventIE: 10, EventReset: 10, Event410: 2}
 
 // Schedule builds the seeded storm: the stream-ending faults shuffled, each ending a watch
 // after 2–8 relayed events; Open429 of them preceded by a 429 at watch start (half of those

@@ -24,7 +24,7 @@ import (
 	"github.com/rewatch/rewatch/driver"
 )
 
-// Throughput benchmarks (issue 6, workload 2). One op is a whole stream of
+// Throughput benchmarks (bench/RESULTS.md, "Throughput"). One op is a whole stream of
 // BENCH_EVENTS (default 100000) watch events of ~1 KiB from a local server; events/s and
 // allocs/event are reported as custom metrics. They only run under -bench:
 //

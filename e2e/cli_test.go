@@ -25,7 +25,7 @@ func buildCLI(t *testing.T) string {
 	return bin
 }
 
-// issue 5 "Must show": `rewatch watch` against the real kube-apiserver, through the fault proxy,
+// `rewatch watch` against the real kube-apiserver, through the fault proxy,
 // shows the expected transitions, and the journal it records replays with --check.
 func TestCLIWatchAgainstRealServerReplays(t *testing.T) {
 	b := sharedReal(t)

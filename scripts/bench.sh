@@ -15,7 +15,7 @@
 # through it). Knobs (environment):
 #   RAW=DIR           where the raw results go
 #   SEEDS="11 12 13"  storm seeds, run one after another
-#   SCALE=1           fraction of issue 6's fault schedule (0.25 for a quick look)
+#   SCALE=1           fraction of the storm's fault schedule (0.25 for a quick look)
 #   COUNT=6           repetitions of each go test benchmark
 #   SIZES=10000,50000 initial-sync sizes; REPEAT=3 repetitions of each sync case
 #   FLEET=50,200      fleet sizes

@@ -1,4 +1,4 @@
-// Package soak holds rewatch's long-running reliability tests (issue 7): a seeded chaos soak
+// Package soak holds rewatch's long-running reliability tests (docs/reliability.md): a seeded chaos soak
 // against the simulator and the real kube-apiserver, and "server down / 403 / 404 /
 // Retry-After: 0 forever" runs that count the requests the reflector sends. Everything lives in
 // the tests; this file only names the package. docs/reliability.md has the figures and the

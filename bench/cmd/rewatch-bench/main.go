@@ -1,4 +1,4 @@
-// Command rewatch-bench runs the heavy benchmarks of issue 6 against the real kube-apiserver:
+// Command rewatch-bench runs the heavy benchmarks against the real kube-apiserver:
 // the transient storm (storm) and initial sync (sync, or -server sim for the simulator); it
 // also prints saved runs (report, summary) and draws the charts (charts). scripts/bench.sh
 // runs it with the go test benchmarks; the results are in bench/RESULTS.md.
@@ -33,7 +33,7 @@ func main() {
 	switch cmd {
 	case "storm":
 		n := fs.Int("objects", 5000, "configmaps")
-		scale := fs.Float64("scale", 1, "fraction of the issue's fault schedule (410s stay 2)")
+		scale := fs.Float64("scale", 1, "fraction of the storm's fault schedule (410s stay 2)")
 		seed := fs.Uint64("seed", 6, "schedule seed")
 		every := fs.Duration("write-every", 20*time.Millisecond, "writer interval")
 		variants := fs.String("variants", strings.Join(bench.Variants, ","), "reflectors")
@@ -46,7 +46,7 @@ func main() {
 			log.Fatal(err)
 		}
 		journal, _ := filepath.Abs(filepath.Join(*out, "storm-"+stamp+"-rewatch.journal"))
-		m := bench.IssueMix
+		m := bench.StormMix
 		sc := func(x int) int { return max(1, int(float64(x)**scale+0.5)) }
 		m = bench.Mix{Open429: sc(m.Open429), Event429: sc(m.Event429), EventIE: sc(m.EventIE), EventReset: sc(m.EventReset), Event410: m.Event410}
 		var r *bench.StormResult
