@@ -86,10 +86,13 @@ func only(mediaType string, readable ...string) error {
 // protobuf first, as client-go's clientsets do when configured the way the control plane runs
 // them: the server answers protobuf for built-in types and JSON for custom resources.
 func Typed(scheme *runtime.Scheme) Decoder {
-	return typedDecoder{d: serializer.NewCodecFactory(scheme).UniversalDeserializer()}
+	return typedDecoder{scheme: scheme, d: serializer.NewCodecFactory(scheme).UniversalDeserializer()}
 }
 
-type typedDecoder struct{ d runtime.Decoder }
+type typedDecoder struct {
+	scheme *runtime.Scheme
+	d      runtime.Decoder
+}
 
 func (typedDecoder) MediaTypes() []string { return []string{MediaProtobuf, MediaJSON} }
 
@@ -108,6 +111,17 @@ func (t typedDecoder) decode(mediaType string, raw []byte) (runtime.Object, erro
 }
 
 func (t typedDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
+	if mediaType == MediaProtobuf {
+		if items, rv, cont, err := decodeProtobufListItems(t.scheme, body); !errors.Is(err, errNotStreamable) {
+			return items, rv, cont, err
+		}
+	}
+	return t.decodeWholeList(mediaType, body)
+}
+
+// decodeWholeList decodes the list in one piece, then copies each item into an allocation of
+// its own (as client-go's ExtractListWithAlloc), so one cached object never pins its list.
+func (t typedDecoder) decodeWholeList(mediaType string, body []byte) ([]any, string, string, error) {
 	obj, err := t.decode(mediaType, body)
 	if err != nil {
 		return nil, "", "", err
@@ -142,6 +156,11 @@ type metadataDecoder struct{}
 func (metadataDecoder) MediaTypes() []string { return []string{MediaProtobuf, MediaJSON} }
 
 func (metadataDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
+	if mediaType == MediaProtobuf {
+		if items, rv, cont, err := decodeProtobufListItems(wireScheme, body); !errors.Is(err, errNotStreamable) {
+			return items, rv, cont, err
+		}
+	}
 	var l metav1.PartialObjectMetadataList
 	if err := decodeMetadata(mediaType, body, &l); err != nil {
 		return nil, "", "", err

@@ -26,3 +26,19 @@ func DecodeCBORStreamForTest(body io.ReadCloser, maxFrame int64, emit func(fsm.E
 	t := &Transport{cfg: Config{Decoder: Unstructured(), MaxFrameBytes: maxFrame}}
 	t.decodeStream(context.Background(), body, MediaCBOR, 1, emit)
 }
+
+// DecodeProtobufListBothWaysForTest decodes a protobuf LIST body item by item and in one
+// piece, typed, so that a test can hold the two to the same result.
+func DecodeProtobufListBothWaysForTest(body []byte) (streamed, whole ListResultForTest) {
+	d := Typed(scheme.Scheme).(typedDecoder)
+	streamed.Items, streamed.RV, streamed.Continue, streamed.Err = d.DecodeList(MediaProtobuf, body)
+	whole.Items, whole.RV, whole.Continue, whole.Err = d.decodeWholeList(MediaProtobuf, body)
+	return streamed, whole
+}
+
+// ListResultForTest is what a Decoder's DecodeList returns.
+type ListResultForTest struct {
+	Items        []any
+	RV, Continue string
+	Err          error
+}

@@ -1,0 +1,188 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// A protobuf LIST body is the API server's envelope (the magic number, then a runtime.Unknown
+// naming the kind) around the list message. apimachinery's serializer copies the envelope's
+// raw bytes out of the body, decodes the whole list, and the caller then copies every item out
+// of the list's array so that one cached object does not pin the others: at the moment of the
+// copy the body, its copy, the array and the copies are all alive. Reading the envelope's and
+// the list's fields with protowire and unmarshalling each item into its own allocation with
+// its generated Unmarshal keeps only the body and the items (the initial sync's peak heap,
+// bench/RESULTS.md "Wire formats"). Field numbers come from the list type's protobuf tags, not
+// from assumptions; a list type without them is decoded the general way.
+
+// errNotStreamable says a body or list type does not fit the item-by-item decode; the caller
+// falls back to apimachinery's whole-list decode, which also produces the better error.
+var errNotStreamable = errors.New("not decodable item by item")
+
+type protoUnmarshaler interface{ Unmarshal([]byte) error }
+
+// protobufListLayout is where a list type keeps its metadata and items on the wire.
+type protobufListLayout struct {
+	item       reflect.Type // the item struct (corev1.Pod); []T and []*T both decode to *T
+	metaField  protowire.Number
+	itemsField protowire.Number
+}
+
+// listLayout reads the layout from the list type's struct tags.
+func listLayout(list runtime.Object) (protobufListLayout, bool) {
+	t := reflect.TypeOf(list)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return protobufListLayout{}, false
+	}
+	t = t.Elem()
+	var l protobufListLayout
+	for i := range t.NumField() {
+		f := t.Field(i)
+		switch {
+		case f.Type == reflect.TypeOf(metav1.ListMeta{}):
+			l.metaField = protobufFieldNumber(f.Tag)
+		case f.Name == "Items" && f.Type.Kind() == reflect.Slice:
+			l.itemsField = protobufFieldNumber(f.Tag)
+			l.item = f.Type.Elem()
+			if l.item.Kind() == reflect.Pointer {
+				l.item = l.item.Elem()
+			}
+		}
+	}
+	if l.metaField == 0 || l.itemsField == 0 || l.item == nil || l.item.Kind() != reflect.Struct {
+		return protobufListLayout{}, false
+	}
+	if !reflect.PointerTo(l.item).Implements(reflect.TypeOf((*protoUnmarshaler)(nil)).Elem()) {
+		return protobufListLayout{}, false
+	}
+	return l, true
+}
+
+// protobufFieldNumber reads N from a `protobuf:"bytes,N,…"` tag; 0 when there is none.
+func protobufFieldNumber(tag reflect.StructTag) protowire.Number {
+	parts := strings.Split(tag.Get("protobuf"), ",")
+	if len(parts) < 2 || parts[0] != "bytes" {
+		return 0
+	}
+	n, err := strconv.Atoi(parts[1])
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return protowire.Number(n)
+}
+
+// unknownEnvelope is the part of runtime.Unknown the decode needs; raw aliases the body.
+type unknownEnvelope struct {
+	gvk             schema.GroupVersionKind
+	raw             []byte
+	contentEncoding string
+}
+
+func readEnvelope(body []byte) (unknownEnvelope, error) {
+	var env unknownEnvelope
+	b, ok := bytes.CutPrefix(body, protobufMagic)
+	if !ok {
+		return env, errNotStreamable
+	}
+	err := eachField(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1: // typeMeta
+			return eachField(v, func(num protowire.Number, v []byte) error {
+				switch num {
+				case 1:
+					gv, err := schema.ParseGroupVersion(string(v))
+					if err != nil {
+						return err
+					}
+					env.gvk.Group, env.gvk.Version = gv.Group, gv.Version
+				case 2:
+					env.gvk.Kind = string(v)
+				}
+				return nil
+			})
+		case 2:
+			env.raw = v
+		case 3:
+			env.contentEncoding = string(v)
+		}
+		return nil
+	})
+	return env, err
+}
+
+// eachField calls fn with every length-delimited field of a message, in order; fields of other
+// wire types are skipped, as generated code skips fields it does not know.
+func eachField(b []byte, fn func(protowire.Number, []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if err := fn(num, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeProtobufListItems decodes a protobuf LIST body item by item. It returns
+// errNotStreamable when the body's kind is not a list type of scheme with a protobuf layout.
+func decodeProtobufListItems(scheme *runtime.Scheme, body []byte) ([]any, string, string, error) {
+	env, err := readEnvelope(body)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if env.contentEncoding != "" || env.gvk.Kind == "" {
+		return nil, "", "", errNotStreamable
+	}
+	list, err := scheme.New(env.gvk)
+	if err != nil {
+		return nil, "", "", errNotStreamable
+	}
+	layout, ok := listLayout(list)
+	if !ok {
+		return nil, "", "", errNotStreamable
+	}
+	var lm metav1.ListMeta
+	items := []any{}
+	err = eachField(env.raw, func(num protowire.Number, v []byte) error {
+		switch num {
+		case layout.metaField:
+			return lm.Unmarshal(v)
+		case layout.itemsField:
+			item := reflect.New(layout.item).Interface()
+			if err := item.(protoUnmarshaler).Unmarshal(v); err != nil {
+				return fmt.Errorf("item %d of the %s: %w", len(items), env.gvk.Kind, err)
+			}
+			items = append(items, item)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", "", fmt.Errorf("decoding the %s: %w", env.gvk.Kind, err)
+	}
+	return items, lm.ResourceVersion, lm.Continue, nil
+}

@@ -1,0 +1,140 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/rewatch/rewatch/transport/httpapi"
+)
+
+// listPods is a protobuf PodList as the API server writes it: pods with maps, nested
+// structs, quantities, owner references and managed fields, a resourceVersion and a continue
+// token.
+func listPods(t testing.TB, n int) []byte {
+	l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "4711", Continue: "token-2"}}
+	yes := true
+	for i := range n {
+		l.Items = append(l.Items, corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "web-" + string(rune('a'+i)), Namespace: "prod", ResourceVersion: "47" + string(rune('0'+i)),
+				Labels:          map[string]string{"app": "web", "i": string(rune('0' + i))},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "u1", Controller: &yes}},
+				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kcm", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}},
+			},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "web", Image: "web:v1",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
+			}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"},
+		})
+	}
+	return encodeProtobuf(t, l)
+}
+
+// encodeProtobuf encodes a core/v1 object as the API server does (newWire's encode, for
+// fuzz targets as well as tests).
+func encodeProtobuf(t testing.TB, obj runtime.Object) []byte {
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	require.True(t, ok)
+	b, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), obj)
+	require.NoError(t, err)
+	return b
+}
+
+// A protobuf LIST is decoded item by item (docs/semantics.md's initial state, with the peak
+// heap of bench/RESULTS.md "Wire formats"): the result is exactly what decoding the whole list
+// and copying its items out gives.
+func TestProtobufListItemByItemEqualsWholeList(t *testing.T) {
+	for _, n := range []int{0, 1, 5} {
+		streamed, whole := httpapi.DecodeProtobufListBothWaysForTest(listPods(t, n))
+		require.NoError(t, streamed.Err)
+		require.NoError(t, whole.Err)
+		require.Equal(t, whole, streamed)
+		require.Equal(t, "4711", streamed.RV)
+		require.Equal(t, "token-2", streamed.Continue)
+		require.Len(t, streamed.Items, n)
+		for i, it := range streamed.Items {
+			pod, ok := it.(*corev1.Pod)
+			require.True(t, ok, "%T", it)
+			require.Equal(t, "web-"+string(rune('a'+i)), pod.Name)
+			if i > 0 {
+				require.NotSame(t, streamed.Items[i-1], it)
+			}
+		}
+	}
+}
+
+// Every cut of a protobuf LIST body either fails with an error or, where decoding the whole
+// list succeeds, gives the same result; nothing panics.
+func TestProtobufListCutBodies(t *testing.T) {
+	body := listPods(t, 3)
+	for cut := range len(body) {
+		streamed, whole := httpapi.DecodeProtobufListBothWaysForTest(body[:cut])
+		if whole.Err == nil {
+			require.NoError(t, streamed.Err, "cut at %d", cut)
+			require.Equal(t, whole, streamed, "cut at %d", cut)
+		}
+	}
+}
+
+// A body that is not a list of the scheme (a Status, an unknown kind, JSON sent as protobuf)
+// gets the whole-list decode's error.
+func TestProtobufListNotAList(t *testing.T) {
+	status := encodeProtobuf(t, &metav1.Status{Status: metav1.StatusFailure, Code: 500})
+	unknownKind := bytes.Replace(listPods(t, 1), []byte("PodList"), []byte("PodLisx"), 1)
+	for name, body := range map[string][]byte{"status": status, "unknown kind": unknownKind, "json": []byte(`{"kind":"PodList","apiVersion":"v1","items":[]}`)} {
+		streamed, whole := httpapi.DecodeProtobufListBothWaysForTest(body)
+		require.Error(t, whole.Err, name)
+		require.Error(t, streamed.Err, name)
+		require.Equal(t, whole.Err.Error(), streamed.Err.Error(), name)
+	}
+}
+
+// Metadata-only lists (PartialObjectMetadataList in protobuf) are decoded item by item too.
+func TestProtobufMetadataListItemByItem(t *testing.T) {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	require.NoError(t, metav1.AddMetaToScheme(s))
+	l := &metav1.PartialObjectMetadataList{
+		TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"},
+		ListMeta: metav1.ListMeta{ResourceVersion: "9"},
+		Items: []metav1.PartialObjectMetadata{
+			{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "7", Labels: map[string]string{"x": "y"}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "b", ResourceVersion: "8"}},
+		},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, protobuf.NewSerializer(s, s).Encode(l, &buf))
+	items, rv, cont, err := httpapi.Metadata().DecodeList(httpapi.MediaProtobuf, buf.Bytes())
+	require.NoError(t, err)
+	require.Equal(t, "9", rv)
+	require.Empty(t, cont)
+	require.Len(t, items, 2)
+	require.Equal(t, &l.Items[0], items[0])
+	require.Equal(t, &l.Items[1], items[1])
+}
+
+// FuzzProtobufList holds the item-by-item decode of arbitrary protobuf LIST bodies to the
+// whole-list decode: wherever the latter succeeds, the former gives the same result.
+func FuzzProtobufList(f *testing.F) {
+	body := listPods(f, 2)
+	for _, seed := range [][]byte{body, body[:len(body)/2], body[:4], {}} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		streamed, whole := httpapi.DecodeProtobufListBothWaysForTest(body)
+		if whole.Err == nil {
+			require.NoError(t, streamed.Err)
+			require.Equal(t, whole, streamed)
+		}
+	})
+}
