@@ -93,6 +93,8 @@ func TestNewValidatesTheWholeConfig(t *testing.T) {
 			[]string{"MaxFrameBytes must not be negative", "MaxListBytes must not be negative"}},
 		"negative durations": {rewatch.Config{Connection: ok, Policy: rewatch.Policy{InternalErrorWindow: -time.Second, ResumeRVLifetime: -1, RetryAfterCap: -1, QuickWatch: -1}},
 			[]string{"InternalErrorWindow must not be negative", "ResumeRVLifetime must not be negative", "RetryAfterCap must not be negative", "QuickWatch must not be negative"}},
+		"retry-after spread": {rewatch.Config{Connection: ok, Policy: rewatch.Policy{RetryAfterSpread: 1.5}},
+			[]string{"RetryAfterSpread must be within [0, 1], got 1.5"}},
 		"watch timeouts": {rewatch.Config{Connection: ok, Policy: rewatch.Policy{WatchTimeoutMin: 10 * time.Minute, WatchTimeoutMax: time.Minute}},
 			[]string{"watch timeout range"}},
 		"nil backoff pointer": {rewatch.Config{Connection: ok, Policy: rewatch.Policy{Backoff: (*backoff.Backoff)(nil)}},

@@ -34,11 +34,18 @@ const (
 	// VariantRewatchWatchList is rewatch with Policy.WatchList: the initial state and every
 	// relist as a watch-list stream, as client-go's default does. Run it with -variants.
 	VariantRewatchWatchList = "rewatch-watchlist"
+	// VariantRewatchSpread is rewatch with Policy.RetryAfterSpread 1: a wait after
+	// "Retry-After: 1" falls in [1 s, 2 s). Run it with -variants.
+	VariantRewatchSpread = "rewatch-spread"
 )
 
 // isRewatch says whether a variant is one of rewatch's.
 func isRewatch(variant string) bool {
-	return variant == VariantRewatch || variant == VariantRewatchCap5s || variant == VariantRewatchWatchList
+	switch variant {
+	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList, VariantRewatchSpread:
+		return true
+	}
+	return false
 }
 
 // Variants lists every reflector variant.
@@ -74,7 +81,7 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 		rt = http.DefaultTransport
 	}
 	switch variant {
-	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList:
+	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList, VariantRewatchSpread:
 		cfg := rewatch.Config{
 			Connection: rewatch.Connection{
 				Client: &http.Client{Transport: rt}, Server: t.Server,
@@ -82,6 +89,9 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 			},
 			Policy: rewatch.Policy{WatchList: t.WatchList || variant == VariantRewatchWatchList, PageSize: t.PageSize},
 			Store:  store, Journal: t.Journal,
+		}
+		if variant == VariantRewatchSpread {
+			cfg.RetryAfterSpread = 1
 		}
 		if variant == VariantRewatchCap5s {
 			b := backoff.Reflector()

@@ -132,7 +132,8 @@ func TestPropertyRewatchUsesLastRVAndRVsNeverGoBack(t *testing.T) {
 }
 
 // docs/semantics.md "Waiting": each wait is the capped Retry-After when the server gave one (a
-// value under a second is no hint) and then leaves the backoff where it was; otherwise it lies
+// value under a second is no hint; with RetryAfterSpread, a wait in [Retry-After, Retry-After ×
+// (1 + spread)), never less) and then leaves the backoff where it was; otherwise it lies
 // within the backoff's bounds for its attempt, cut by the resume-RV age guard for a re-watch,
 // and never under MinWait.
 func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
@@ -145,8 +146,10 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 					continue
 				}
 				if ra := st.gen.retryAfter; ra >= transitions.MinRetryAfter {
-					if want := min(ra, cfg.RetryAfterCap); c.Delay != want {
-						t.Fatalf("step %d: waited %v, Retry-After %v capped at %v", i, c.Delay, ra, cfg.RetryAfterCap)
+					want := min(ra, cfg.RetryAfterCap)
+					spread := time.Duration(float64(want) * cfg.RetryAfterSpread)
+					if c.Delay < want || c.Delay > want+spread || (spread > 0 && c.Delay == want+spread) {
+						t.Fatalf("step %d: waited %v, Retry-After %v capped at %v, spread %v", i, c.Delay, ra, cfg.RetryAfterCap, cfg.RetryAfterSpread)
 					}
 					if st.after.Attempt != st.before.Attempt {
 						t.Fatalf("step %d: an honoured Retry-After moved the backoff from attempt %d to %d", i, st.before.Attempt, st.after.Attempt)

@@ -22,7 +22,7 @@ import (
 // Directives:
 //
 //	config [jitter=0] [backoff=zero] [watch-list] [internal-window=D] [internal-rewatches=N] [resume-rv-lifetime=D]
-//	       [retry-after-cap=D] [page-size=N] [seed=N]
+//	       [retry-after-cap=D] [retry-after-spread=F] [page-size=N] [seed=N]
 //	       a new machine with this configuration, from its initial snapshot; the output is the
 //	       configuration in force
 //	[+D] EVENT [FIELD=VALUE]...
@@ -101,6 +101,8 @@ func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 			cfg.ResumeRVLifetime, err = time.ParseDuration(v)
 		case "retry-after-cap":
 			cfg.RetryAfterCap, err = time.ParseDuration(v)
+		case "retry-after-spread":
+			cfg.RetryAfterSpread, err = strconv.ParseFloat(v, 64)
 		case "page-size":
 			cfg.PageSize, err = strconv.ParseInt(v, 10, 64)
 		case "backoff":
@@ -121,6 +123,13 @@ func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 }
 
 func summary(c transitions.Config) string {
+	if c.RetryAfterSpread > 0 {
+		return fmt.Sprintf("%s retry-after-spread=%v", summaryWithoutSpread(c), c.RetryAfterSpread)
+	}
+	return summaryWithoutSpread(c)
+}
+
+func summaryWithoutSpread(c transitions.Config) string {
 	return fmt.Sprintf("backoff=%+v internal-window=%v internal-rewatches=%d resume-rv-lifetime=%v retry-after-cap=%v page-size=%d watch-list=%v",
 		c.Backoff, c.InternalErrorWindow, c.InternalErrorRewatches, c.ResumeRVLifetime, c.RetryAfterCap, c.PageSize, c.WatchList)
 }

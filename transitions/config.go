@@ -32,6 +32,14 @@ type Config struct {
 	// RetryAfterCap caps a server's Retry-After, so that a hostile or broken value cannot park
 	// the reflector. Default 5 minutes.
 	RetryAfterCap time.Duration `json:"retryAfterCap"`
+	// RetryAfterSpread, when above 0, adds up to that fraction of an honoured Retry-After on
+	// top of it, drawn from the seeded jitter source: a wait after "Retry-After: 1" falls in
+	// [1 s, 1 s × (1 + spread)). It never waits less than the server asked. The default, 0,
+	// waits exactly the Retry-After (docs/semantics.md, "Waiting"). A fleet that API Priority
+	// and Fairness rejects at one instant is told one value (kube-apiserver says 1 s) and,
+	// waiting exactly, comes back at one instant again; a spread lets the server's queue take
+	// its members one after another (bench/RESULTS.md, "Fleets"). At most 1.
+	RetryAfterSpread float64 `json:"retryAfterSpread,omitempty"`
 	// PageSize is the LIST limit. Default 500; negative disables pagination.
 	PageSize int64 `json:"pageSize"`
 	// QuickWatch: a watch that ends within this time having delivered nothing counts as a quick
@@ -110,6 +118,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.WatchTimeoutMax < c.WatchTimeoutMin || c.WatchTimeoutMin < time.Second {
 		errs = append(errs, fmt.Errorf("watch timeout range [%v, %v) is empty or under a second", c.WatchTimeoutMin, c.WatchTimeoutMax))
+	}
+	if c.RetryAfterSpread < 0 || c.RetryAfterSpread > 1 || c.RetryAfterSpread != c.RetryAfterSpread {
+		errs = append(errs, fmt.Errorf("RetryAfterSpread must be within [0, 1], got %v", c.RetryAfterSpread))
 	}
 	if c.InternalErrorRewatches < 0 {
 		errs = append(errs, fmt.Errorf("InternalErrorRewatches must not be negative, got %d", c.InternalErrorRewatches))

@@ -18,14 +18,19 @@ func (m *Machine) backoff(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 
 // delay is the wait before the retry that leads to next (docs/semantics.md, "Waiting").
 //
-// A usable Retry-After is honoured exactly, capped, and leaves the backoff where it was: the
-// server said when to come back, and coming back then is no failure streak. Otherwise the
+// A usable Retry-After is honoured exactly (or, with RetryAfterSpread, up to that fraction
+// later), capped, and leaves the backoff where it was: the server said when to come back, and
+// coming back then is no failure streak. Otherwise the
 // policy's next step is taken and the backoff advances. A re-watch is cut short while its
 // resume RV is young, because waiting past the server's watch-cache window would turn a cheap
 // resume into a 410 and a full LIST. No wait is shorter than MinWait.
 func (m *Machine) delay(s *fsm.Snapshot, e *fsm.Event, next fsm.State) time.Duration {
 	if ra, ok := retryAfter(e.Failure); ok && ra >= MinRetryAfter {
-		return min(ra, m.cfg.RetryAfterCap)
+		d := min(ra, m.cfg.RetryAfterCap)
+		if m.cfg.RetryAfterSpread > 0 {
+			d += time.Duration(float64(d) * m.cfg.RetryAfterSpread * m.rand(s))
+		}
+		return d
 	}
 	d := m.cfg.Backoff.Delay(s.Attempt, m.rand(s))
 	if s.Attempt < math.MaxInt32 {
