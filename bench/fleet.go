@@ -184,8 +184,11 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 
 	// The server's request rate, sampled each second, for the chart.
 	sampleCtx, stopSampling := context.WithCancel(ctx)
-	var rateMu sync.Mutex
+	var rates []float64
 	sampled := make(chan struct{})
+	// stopRates ends the sampler and hands over what it sampled; every return calls it once, so
+	// the sampler never outlives the run.
+	stopRates := func() []float64 { stopSampling(); <-sampled; return rates }
 	go func() {
 		defer close(sampled)
 		t := time.NewTicker(time.Second)
@@ -203,9 +206,7 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 			}
 			total := m.sum("apiserver_request_total", map[string]string{"resource": "configmaps"})
 			if last >= 0 {
-				rateMu.Lock()
-				res.ServerRequestsPerSecond = append(res.ServerRequestsPerSecond, max(0, total-last))
-				rateMu.Unlock()
+				rates = append(rates, max(0, total-last))
 			}
 			last = total
 		}
@@ -226,7 +227,7 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	stdout, _ := cmd.StdoutPipe()
 	fleetStart := time.Now()
 	if err := cmd.Start(); err != nil {
-		stopSampling()
+		stopRates()
 		return res, err
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
@@ -268,7 +269,7 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	}
 	res.InitialSyncSeconds, err = matched(fleetStart, 10*time.Minute)
 	if err != nil {
-		stopSampling()
+		stopRates()
 		return res, fmt.Errorf("initial sync: %w", err)
 	}
 	startWriter()
@@ -297,12 +298,11 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 		}
 	}
 	if err != nil {
-		stopSampling()
+		stopRates()
 		return res, fmt.Errorf("%s: %w", scenario, err)
 	}
 	res.ConvergeSeconds, err = matched(time.Now(), 10*time.Minute)
-	stopSampling()
-	<-sampled
+	res.ServerRequestsPerSecond = stopRates()
 	if err != nil {
 		return res, err
 	}

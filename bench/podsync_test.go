@@ -6,10 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime/metrics"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,7 +98,7 @@ func benchPodSync(b *testing.B, n int, media, runner string) {
 	for b.Loop() {
 		b.StopTimer()
 		base := liveHeap()
-		sampler := sampleHeap()
+		sampler := sampleHeap(time.Millisecond)
 		b.StartTimer()
 		store := &replaceStore{InnerStore: newInner(), done: make(chan struct{})}
 		runUntil(b, func(ctx context.Context) error { return run(ctx, store) }, store.done, 5*time.Minute, "no sync within 5 minutes")
@@ -113,38 +111,4 @@ func benchPodSync(b *testing.B, n int, media, runner string) {
 	b.ReportMetric(peak/float64(b.N), "peak-MiB")
 	b.ReportMetric(peakLive/float64(b.N), "peak-live-MiB")
 	b.ReportMetric(float64(len(body))/(1<<20), "wire-MiB")
-}
-
-// sampleHeap samples the heap every millisecond until the returned function is called, which
-// returns the largest heap of live and not-yet-swept objects seen, and the largest heap a GC
-// cycle marked live (/gc/heap/live:bytes): the first depends on when the GC happened to run,
-// the second much less.
-func sampleHeap() func() (objects, live uint64) {
-	var maxObjects, maxLive atomic.Uint64
-	stop, done := make(chan struct{}), make(chan struct{})
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
-	go func() {
-		defer close(done)
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > maxObjects.Load() {
-				maxObjects.Store(v)
-			}
-			if v := sample[1].Value.Uint64(); v > maxLive.Load() {
-				maxLive.Store(v)
-			}
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() (uint64, uint64) {
-		close(stop)
-		<-done
-		return maxObjects.Load(), maxLive.Load()
-	}
 }

@@ -159,25 +159,7 @@ func SyncChild(variant, server string, n int, watchList bool, out io.Writer) err
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store := NewStoreFor(variant)
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
-	var peak, peakLive uint64
-	stopSampler := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for {
-			metrics.Read(sample)
-			peak = max(peak, sample[0].Value.Uint64())
-			peakLive = max(peakLive, sample[1].Value.Uint64())
-			select {
-			case <-stopSampler:
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	sampler := sampleHeap(5 * time.Millisecond)
 	meter := &Meter{Base: http.DefaultTransport.(*http.Transport).Clone()}
 	start := time.Now()
 	done := make(chan error, 1)
@@ -190,15 +172,14 @@ func SyncChild(variant, server string, n int, watchList bool, out io.Writer) err
 		time.Sleep(2 * time.Millisecond)
 	}
 	res.SyncSeconds = time.Since(start).Seconds()
-	close(stopSampler)
-	<-sampled
-	res.PeakHeapBytes, res.PeakLiveBytes = peak, peakLive
+	res.PeakHeapBytes, res.PeakLiveBytes = sampler()
 	if store.Len() < n {
 		res.Err = fmt.Sprintf("only %d of %d objects after 5 minutes", store.Len(), n)
 	}
 	runtime.GC()
-	metrics.Read(sample)
-	res.RetainedHeapBytes = sample[0].Value.Uint64()
+	retained := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(retained)
+	res.RetainedHeapBytes = retained[0].Value.Uint64()
 	res.CPUSeconds = processCPU().Seconds()
 	res.MaxRSSKiB = peakRSSKiB()
 	res.Requests = meter.Counts()

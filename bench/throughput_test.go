@@ -97,26 +97,11 @@ func BenchmarkThroughputClientGo(b *testing.B) {
 func BenchmarkThroughputDecodeOnly(b *testing.B) {
 	benchStream(b, func(ctx context.Context, url string, store *CountingStore) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/api/v1/namespaces/bench/configmaps?watch=1", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		dec := streaming.NewDecoder(framer.NewJSONFramedReader(resp.Body), weDecoder{})
-		for {
-			var we metav1.WatchEvent
-			if _, _, err := dec.Decode(nil, &we); err != nil {
-				if ctx.Err() != nil || err == io.EOF {
-					return nil
-				}
-				return err
-			}
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON(we.Object.Raw); err != nil {
-				return err
-			}
-			store.tick()
-		}
+		return decodeWatchEvents(req, func(body io.ReadCloser) streaming.Decoder {
+			return streaming.NewDecoder(framer.NewJSONFramedReader(body), weDecoder{})
+		}, func(raw []byte) error {
+			return (&unstructured.Unstructured{}).UnmarshalJSON(raw)
+		}, store)
 	}, func() InnerStore { return nil })
 }
 

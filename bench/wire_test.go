@@ -316,23 +316,35 @@ func runStream(b *testing.B, url string, n int, size int64, run func(ctx context
 func decodeOnly(ctx context.Context, url string, c wireCodec, store *CountingStore) error {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	req.Header.Set("Accept", c.media)
+	s := c.info.StreamSerializer
+	objects := scheme.Codecs.UniversalDeserializer()
+	return decodeWatchEvents(req, func(body io.ReadCloser) streaming.Decoder {
+		return streaming.NewDecoder(s.Framer.NewFrameReader(body), s.Serializer)
+	}, func(raw []byte) error {
+		_, _, err := objects.Decode(raw, nil, nil)
+		return err
+	}, store)
+}
+
+// decodeWatchEvents is the decode-only baseline's loop: each frame of the watch stream into a
+// metav1.WatchEvent, its object through decodeObject, one tick per event, until the stream or
+// the request's context ends.
+func decodeWatchEvents(req *http.Request, newDecoder func(io.ReadCloser) streaming.Decoder, decodeObject func([]byte) error, store *CountingStore) error {
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	s := c.info.StreamSerializer
-	dec := streaming.NewDecoder(s.Framer.NewFrameReader(resp.Body), s.Serializer)
-	objects := scheme.Codecs.UniversalDeserializer()
+	dec := newDecoder(resp.Body)
 	for {
 		var we metav1.WatchEvent
 		if _, _, err := dec.Decode(nil, &we); err != nil {
-			if ctx.Err() != nil || err == io.EOF {
+			if req.Context().Err() != nil || err == io.EOF {
 				return nil
 			}
 			return err
 		}
-		if _, _, err := objects.Decode(we.Object.Raw, nil, nil); err != nil {
+		if err := decodeObject(we.Object.Raw); err != nil {
 			return err
 		}
 		store.tick()
