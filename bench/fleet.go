@@ -245,15 +245,16 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	defer func() { stopWriter() }()
 	startWriter := func() {
 		writeCtx, cancel := context.WithCancel(ctx)
-		stopWriter = cancel
-		go writer(writeCtx, cs, fleetNS, o.Objects, o.WriteEvery)
+		done := make(chan struct{})
+		stopWriter = func() { cancel(); <-done }
+		go func() { defer close(done); writer(writeCtx, cs, fleetNS, o.Objects, o.WriteEvery) }()
 	}
 	startWriter()
 	// matched stops the writer and asks the fleet to report once every store equals the
 	// server's state then; it returns the seconds from since until they did.
 	matched := func(since time.Time, deadline time.Duration) (float64, error) {
 		stopWriter()
-		v, err := versionsIn(ctx, cs, fleetNS)
+		v, err := settledVersionsIn(ctx, cs, fleetNS)
 		if err != nil {
 			return -1, err
 		}
@@ -263,6 +264,9 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 			return -1, fmt.Errorf("stores never matched the server: %w", err)
 		}
 		if strings.Contains(l, "timeout") {
+			if now, err := versionsIn(ctx, cs, fleetNS); err == nil && stateHash(now) != stateHash(v) {
+				l += " (and the server's state has changed since it was read)"
+			}
 			return -1, fmt.Errorf("stores never matched the server within %v: %s", deadline, l)
 		}
 		return time.Since(since).Seconds(), nil
@@ -388,6 +392,26 @@ func (t *serverTotals) restart(ctx context.Context, s *apiserver.Server, admin *
 	return nil
 }
 
+// settledVersionsIn reads the server's state until two reads two seconds apart agree. A write
+// the stopped writer sent just before it was cancelled can still be applied afterwards (after
+// etcd was paused it sits in etcd's queue until etcd resumes); a fleet compared against the
+// state before it would never match.
+func settledVersionsIn(ctx context.Context, cs kubernetes.Interface, ns string) (map[string]string, error) {
+	v, err := versionsIn(ctx, cs, ns)
+	for range 10 {
+		if err != nil {
+			return nil, err
+		}
+		time.Sleep(2 * time.Second)
+		var next map[string]string
+		if next, err = versionsIn(ctx, cs, ns); err == nil && stateHash(next) == stateHash(v) {
+			return v, nil
+		}
+		v = next
+	}
+	return v, err
+}
+
 func versionsIn(ctx context.Context, cs kubernetes.Interface, ns string) (map[string]string, error) {
 	l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -475,7 +499,13 @@ func FleetChild(variant, server string, n int, journal string, in io.Reader, out
 			if allMatch(stores, want) {
 				fmt.Fprintln(w, "MATCHED")
 			} else {
-				fmt.Fprintln(w, "MATCHED timeout")
+				off := 0
+				for _, s := range stores {
+					if stateHash(s.Versions()) != want {
+						off++
+					}
+				}
+				fmt.Fprintf(w, "MATCHED timeout: %d of %d stores differ from the server\n", off, len(stores))
 			}
 		case len(f) == 1 && f[0] == "report":
 			r := fleetChildResult{Meter: meter.Counts(), CPUSeconds: processCPU().Seconds(), MaxRSSKiB: peakRSSKiB()}

@@ -190,7 +190,7 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 	stopWriter()
 	wwg.Wait()
 	writerStopped := time.Now().UnixNano()
-	want, err := versionsIn(ctx, cs, stormNS)
+	want, err := settledVersionsIn(ctx, cs, stormNS)
 	if err != nil {
 		return nil, err
 	}
