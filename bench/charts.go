@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -114,6 +115,9 @@ func ThroughputChart(in io.Reader, path string) (map[string][]float64, error) {
 // second over time with one line per kind of reflector, and the full-state bytes each fleet
 // was served.
 func FleetCharts(rs []FleetResult, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	type group struct {
 		scenario string
 		size     int

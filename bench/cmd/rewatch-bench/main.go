@@ -144,12 +144,19 @@ func main() {
 	case "charts":
 		storm := fs.String("storm", "", "storm JSON results, comma-separated")
 		tput := fs.String("throughput", "", "go test -bench output with the Throughput benchmarks")
+		fleet := fs.String("fleet", "", "fleet JSON results (.json or the .jsonl written as runs end), comma-separated")
 		dir := fs.String("dir", "bench", "output directory")
 		_ = fs.Parse(args)
 		if *storm != "" {
 			var runs []*bench.StormResult
 			if runs, err = loadStorms(strings.Split(*storm, ",")); err == nil {
 				err = bench.StormCharts(runs, *dir)
+			}
+		}
+		if *fleet != "" && err == nil {
+			var rs []bench.FleetResult
+			if rs, err = loadFleets(strings.Split(*fleet, ",")); err == nil {
+				err = bench.FleetCharts(rs, *dir)
 			}
 		}
 		if *tput != "" && err == nil {
@@ -194,6 +201,34 @@ func saveAs(p string, v any) error {
 	}
 	log.Printf("wrote %s", p)
 	return os.WriteFile(p, b, 0o644)
+}
+
+// loadFleets reads saved fleet runs: the JSON array a fleet command writes at its end, or the
+// JSON lines it appends as each run ends.
+func loadFleets(files []string) ([]bench.FleetResult, error) {
+	var out []bench.FleetResult
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		if strings.HasSuffix(f, ".jsonl") {
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				var r bench.FleetResult
+				if err := json.Unmarshal([]byte(line), &r); err != nil {
+					return nil, fmt.Errorf("%s: %w", f, err)
+				}
+				out = append(out, r)
+			}
+			continue
+		}
+		var rs []bench.FleetResult
+		if err := json.Unmarshal(b, &rs); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
 }
 
 // loadStorms reads saved storm runs and recomputes what is derived from their raw timings
