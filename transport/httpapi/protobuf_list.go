@@ -2,13 +2,13 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,7 +19,7 @@ import (
 // raw bytes out of the body, decodes the whole list, and the caller then copies every item out
 // of the list's array so that one cached object does not pin the others: at the moment of the
 // copy the body, its copy, the array and the copies are all alive. Reading the envelope's and
-// the list's fields with protowire and unmarshalling each item into its own allocation with
+// the list's fields one by one and unmarshalling each item into its own allocation with
 // its generated Unmarshal keeps only the body and the items (the initial sync's peak heap,
 // bench/RESULTS.md "Wire formats"). Field numbers come from the list type's protobuf tags, not
 // from assumptions; a list type without them is decoded the general way.
@@ -33,8 +33,8 @@ type protoUnmarshaler interface{ Unmarshal([]byte) error }
 // protobufListLayout is where a list type keeps its metadata and items on the wire.
 type protobufListLayout struct {
 	item       reflect.Type // the item struct (corev1.Pod); []T and []*T both decode to *T
-	metaField  protowire.Number
-	itemsField protowire.Number
+	metaField  fieldNumber
+	itemsField fieldNumber
 }
 
 // listLayout reads the layout from the list type's struct tags.
@@ -68,7 +68,7 @@ func listLayout(list runtime.Object) (protobufListLayout, bool) {
 }
 
 // protobufFieldNumber reads N from a `protobuf:"bytes,N,…"` tag; 0 when there is none.
-func protobufFieldNumber(tag reflect.StructTag) protowire.Number {
+func protobufFieldNumber(tag reflect.StructTag) fieldNumber {
 	parts := strings.Split(tag.Get("protobuf"), ",")
 	if len(parts) < 2 || parts[0] != "bytes" {
 		return 0
@@ -77,7 +77,7 @@ func protobufFieldNumber(tag reflect.StructTag) protowire.Number {
 	if err != nil || n <= 0 {
 		return 0
 	}
-	return protowire.Number(n)
+	return fieldNumber(n)
 }
 
 // unknownEnvelope is the part of runtime.Unknown the decode needs; raw aliases the body.
@@ -93,10 +93,10 @@ func readEnvelope(body []byte) (unknownEnvelope, error) {
 	if !ok {
 		return env, errNotStreamable
 	}
-	err := eachField(b, func(num protowire.Number, v []byte) error {
+	err := eachField(b, func(num fieldNumber, v []byte) error {
 		switch num {
 		case 1: // typeMeta
-			return eachField(v, func(num protowire.Number, v []byte) error {
+			return eachField(v, func(num fieldNumber, v []byte) error {
 				switch num {
 				case 1:
 					gv, err := schema.ParseGroupVersion(string(v))
@@ -119,31 +119,59 @@ func readEnvelope(body []byte) (unknownEnvelope, error) {
 	return env, err
 }
 
-// eachField calls fn with every length-delimited field of a message, in order; fields of other
-// wire types are skipped, as generated code skips fields it does not know.
-func eachField(b []byte, fn func(protowire.Number, []byte) error) error {
+// fieldNumber is a protobuf field's number.
+type fieldNumber uint64
+
+// Protobuf wire types (the low three bits of a field's key).
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+	wireFixed32 = 5
+)
+
+var errTruncated = errors.New("protobuf message truncated or malformed")
+
+// eachField calls fn with every length-delimited field of a message, in order; varint and
+// fixed-size fields are skipped, as generated code skips fields it does not know. A protobuf
+// key and length are unsigned LEB128 varints, which encoding/binary reads. Group fields (a
+// wire type no Kubernetes type uses) make the message not decodable item by item, and the
+// whole-list decode takes over.
+func eachField(b []byte, fn func(fieldNumber, []byte) error) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
+		key, n := binary.Uvarint(b)
+		if n <= 0 {
+			return errTruncated
 		}
 		b = b[n:]
-		if typ != protowire.BytesType {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return protowire.ParseError(n)
+		num, typ := fieldNumber(key>>3), key&7
+		var skip uint64
+		switch typ {
+		case wireVarint:
+			if _, n = binary.Uvarint(b); n <= 0 {
+				return errTruncated
 			}
-			b = b[n:]
-			continue
+			skip = uint64(n)
+		case wireFixed64:
+			skip = 8
+		case wireFixed32:
+			skip = 4
+		case wireBytes:
+			l, n := binary.Uvarint(b)
+			if n <= 0 || l > uint64(len(b)-n) {
+				return errTruncated
+			}
+			if err := fn(num, b[n:n+int(l)]); err != nil {
+				return err
+			}
+			skip = uint64(n) + l
+		default:
+			return errNotStreamable
 		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return protowire.ParseError(n)
+		if num == 0 || skip > uint64(len(b)) {
+			return errTruncated
 		}
-		b = b[n:]
-		if err := fn(num, v); err != nil {
-			return err
-		}
+		b = b[skip:]
 	}
 	return nil
 }
@@ -168,7 +196,7 @@ func decodeProtobufListItems(scheme *runtime.Scheme, body []byte) ([]any, string
 	}
 	var lm metav1.ListMeta
 	items := []any{}
-	err = eachField(env.raw, func(num protowire.Number, v []byte) error {
+	err = eachField(env.raw, func(num fieldNumber, v []byte) error {
 		switch num {
 		case layout.metaField:
 			return lm.Unmarshal(v)
