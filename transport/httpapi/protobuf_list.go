@@ -181,7 +181,8 @@ func eachField(b []byte, fn func(fieldNumber, []byte) error) error {
 func decodeProtobufListItems(scheme *runtime.Scheme, body []byte) ([]any, string, string, error) {
 	env, err := readEnvelope(body)
 	if err != nil {
-		return nil, "", "", err
+		// A body whose envelope does not read is for apimachinery's decoder to name.
+		return nil, "", "", errNotStreamable
 	}
 	if env.contentEncoding != "" || env.gvk.Kind == "" {
 		return nil, "", "", errNotStreamable
