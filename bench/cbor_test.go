@@ -120,14 +120,7 @@ func unstructuredServer(c unstructuredCodec, stream []byte) *httptest.Server {
 func benchCBOR(b *testing.B, media, runner string) {
 	n := streamEvents()
 	c := unstructuredCodecFor(media)
-	key := fmt.Sprintf("unstructured %s %d", media, n)
-	streamsMu.Lock()
-	stream, ok := streams[key]
-	if !ok {
-		stream = c.stream(n, 1000)
-		streams[key] = stream
-	}
-	streamsMu.Unlock()
+	stream := cached(fmt.Sprintf("unstructured %s %d", media, n), func() []byte { return c.stream(n, 1000) })
 	srv := unstructuredServer(c, stream)
 	defer srv.Close()
 	format := map[string]rewatch.Format{runtime.ContentTypeJSON: rewatch.FormatJSON, runtime.ContentTypeCBOR: rewatch.FormatCBOR}[media]

@@ -493,18 +493,14 @@ func FleetChild(variant, server string, n int, journal string, in io.Reader, out
 		case len(f) == 3 && f[0] == "match":
 			want, _ := strconv.ParseUint(f[2], 10, 64)
 			deadline := time.Now().Add(10 * time.Minute)
-			for !allMatch(stores, want) && time.Now().Before(deadline) {
+			off := differing(stores, want)
+			for off > 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
+				off = differing(stores, want)
 			}
-			if allMatch(stores, want) {
+			if off == 0 {
 				fmt.Fprintln(w, "MATCHED")
 			} else {
-				off := 0
-				for _, s := range stores {
-					if stateHash(s.Versions()) != want {
-						off++
-					}
-				}
 				fmt.Fprintf(w, "MATCHED timeout: %d of %d stores differ from the server\n", off, len(stores))
 			}
 		case len(f) == 1 && f[0] == "report":
@@ -525,13 +521,15 @@ func FleetChild(variant, server string, n int, journal string, in io.Reader, out
 	return nil
 }
 
-func allMatch(stores []*TimedStore, want uint64) bool {
+// differing counts the stores whose state is not the server's (want is its stateHash).
+func differing(stores []*TimedStore, want uint64) int {
+	n := 0
 	for _, s := range stores {
 		if stateHash(s.Versions()) != want {
-			return false
+			n++
 		}
 	}
-	return true
+	return n
 }
 
 // busiestMinute is the most request times (unix nanos, ascending) in any 60-second window.

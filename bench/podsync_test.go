@@ -45,19 +45,13 @@ func BenchmarkPodSync(b *testing.B) {
 
 // podList is a PodList of n pods at resourceVersion n+1, encoded once per process.
 func podList(c wireCodec, n int) []byte {
-	key := fmt.Sprintf("list %s %d", c.media, n)
-	streamsMu.Lock()
-	defer streamsMu.Unlock()
-	if b, ok := streams[key]; ok {
-		return b
-	}
-	l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.Itoa(n + 1)}, Items: make([]corev1.Pod, n)}
-	for i := range n {
-		l.Items[i] = *benchPod(i, i+1)
-	}
-	b := c.encode(l)
-	streams[key] = b
-	return b
+	return cached(fmt.Sprintf("list %s %d", c.media, n), func() []byte {
+		l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.Itoa(n + 1)}, Items: make([]corev1.Pod, n)}
+		for i := range n {
+			l.Items[i] = *benchPod(i, i+1)
+		}
+		return c.encode(l)
+	})
 }
 
 func benchPodSync(b *testing.B, n int, media, runner string) {

@@ -80,8 +80,8 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	switch variant {
-	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList, VariantRewatchSpread:
+	switch {
+	case isRewatch(variant):
 		cfg := rewatch.Config{
 			Connection: rewatch.Connection{
 				Client: &http.Client{Transport: rt}, Server: t.Server,
@@ -103,9 +103,9 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 			return err
 		}
 		return r.Run(ctx)
-	case VariantClientGo, VariantCGList:
+	case variant == VariantClientGo, variant == VariantCGList:
 		return RunClientGo(ctx, &rest.Config{Host: t.Server, Transport: rt}, t.GVR, t.Namespace, store, false)
-	case VariantBaseline:
+	case variant == VariantBaseline:
 		path := "/api/" + t.GVR.Version
 		if t.GVR.Group != "" {
 			path = "/apis/" + t.GVR.Group + "/" + t.GVR.Version

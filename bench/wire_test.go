@@ -197,16 +197,16 @@ var (
 	streams   = map[string][]byte{}
 )
 
-func cachedStream(c wireCodec, object string, n, names int) []byte {
-	key := fmt.Sprintf("%s %s %d %d", c.media, object, n, names)
+// cached returns the body generated for key, generating it with gen the first time.
+func cached(key string, gen func() []byte) []byte {
 	streamsMu.Lock()
 	defer streamsMu.Unlock()
-	if s, ok := streams[key]; ok {
-		return s
+	if b, ok := streams[key]; ok {
+		return b
 	}
-	s := c.stream(object, n, names)
-	streams[key] = s
-	return s
+	b := gen()
+	streams[key] = b
+	return b
 }
 
 // wireServer answers like kube-apiserver for a built-in type: in protobuf when the request lists
@@ -247,7 +247,7 @@ func benchWire(b *testing.B, object, media, runner string) {
 		n = podEvents()
 	}
 	c := codecFor(media)
-	stream := cachedStream(c, object, n, names)
+	stream := cached(fmt.Sprintf("%s %s %d %d", c.media, object, n, names), func() []byte { return c.stream(object, n, names) })
 	srv := wireServer(object, map[string][]byte{media: stream})
 	defer srv.Close()
 	resource := map[string]string{"pod": "pods", "configmap": "configmaps"}[object]
