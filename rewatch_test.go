@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -95,6 +96,8 @@ func TestNewValidatesTheWholeConfig(t *testing.T) {
 			[]string{"InternalErrorWindow must not be negative", "ResumeRVLifetime must not be negative", "RetryAfterCap must not be negative", "QuickWatch must not be negative"}},
 		"retry-after spread": {rewatch.Config{Connection: ok, Policy: rewatch.Policy{RetryAfterSpread: 1.5}},
 			[]string{"RetryAfterSpread must be within [0, 1], got 1.5"}},
+		"retry-after spread NaN": {rewatch.Config{Connection: ok, Policy: rewatch.Policy{RetryAfterSpread: math.NaN()}},
+			[]string{"RetryAfterSpread must be within [0, 1], got NaN"}},
 		"watch timeouts": {rewatch.Config{Connection: ok, Policy: rewatch.Policy{WatchTimeoutMin: 10 * time.Minute, WatchTimeoutMax: time.Minute}},
 			[]string{"watch timeout range"}},
 		"nil backoff pointer": {rewatch.Config{Connection: ok, Policy: rewatch.Policy{Backoff: (*backoff.Backoff)(nil)}},

@@ -119,7 +119,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.WatchTimeoutMax < c.WatchTimeoutMin || c.WatchTimeoutMin < time.Second {
 		errs = append(errs, fmt.Errorf("watch timeout range [%v, %v) is empty or under a second", c.WatchTimeoutMin, c.WatchTimeoutMax))
 	}
-	if c.RetryAfterSpread < 0 || c.RetryAfterSpread > 1 || c.RetryAfterSpread != c.RetryAfterSpread {
+	if !(c.RetryAfterSpread >= 0 && c.RetryAfterSpread <= 1) { // NaN fails both
 		errs = append(errs, fmt.Errorf("RetryAfterSpread must be within [0, 1], got %v", c.RetryAfterSpread))
 	}
 	if c.InternalErrorRewatches < 0 {

@@ -20,8 +20,8 @@ func (m *Machine) backoff(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 //
 // A usable Retry-After is honoured exactly (or, with RetryAfterSpread, up to that fraction
 // later), capped, and leaves the backoff where it was: the server said when to come back, and
-// coming back then is no failure streak. Otherwise the
-// policy's next step is taken and the backoff advances. A re-watch is cut short while its
+// coming back then is no failure streak. Otherwise the policy's next step is taken and the
+// backoff advances. A re-watch is cut short while its
 // resume RV is young, because waiting past the server's watch-cache window would turn a cheap
 // resume into a 410 and a full LIST. No wait is shorter than MinWait.
 func (m *Machine) delay(s *fsm.Snapshot, e *fsm.Event, next fsm.State) time.Duration {

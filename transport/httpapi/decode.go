@@ -111,10 +111,8 @@ func (t typedDecoder) decode(mediaType string, raw []byte) (runtime.Object, erro
 }
 
 func (t typedDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
-	if mediaType == MediaProtobuf {
-		if items, rv, cont, err := decodeProtobufListItems(t.scheme, body); !errors.Is(err, errNotStreamable) {
-			return items, rv, cont, err
-		}
+	if items, rv, cont, err := decodeProtobufListItems(t.scheme, mediaType, body); !errors.Is(err, errNotStreamable) {
+		return items, rv, cont, err
 	}
 	return t.decodeWholeList(mediaType, body)
 }
@@ -156,10 +154,8 @@ type metadataDecoder struct{}
 func (metadataDecoder) MediaTypes() []string { return []string{MediaProtobuf, MediaJSON} }
 
 func (metadataDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
-	if mediaType == MediaProtobuf {
-		if items, rv, cont, err := decodeProtobufListItems(wireScheme, body); !errors.Is(err, errNotStreamable) {
-			return items, rv, cont, err
-		}
+	if items, rv, cont, err := decodeProtobufListItems(wireScheme, mediaType, body); !errors.Is(err, errNotStreamable) {
+		return items, rv, cont, err
 	}
 	var l metav1.PartialObjectMetadataList
 	if err := decodeMetadata(mediaType, body, &l); err != nil {

@@ -145,6 +145,9 @@ func eachField(b []byte, fn func(fieldNumber, []byte) error) error {
 		}
 		b = b[n:]
 		num, typ := fieldNumber(key>>3), key&7
+		if num == 0 {
+			return errTruncated
+		}
 		var skip uint64
 		switch typ {
 		case wireVarint:
@@ -168,7 +171,7 @@ func eachField(b []byte, fn func(fieldNumber, []byte) error) error {
 		default:
 			return errNotStreamable
 		}
-		if num == 0 || skip > uint64(len(b)) {
+		if skip > uint64(len(b)) {
 			return errTruncated
 		}
 		b = b[skip:]
@@ -177,8 +180,12 @@ func eachField(b []byte, fn func(fieldNumber, []byte) error) error {
 }
 
 // decodeProtobufListItems decodes a protobuf LIST body item by item. It returns
-// errNotStreamable when the body's kind is not a list type of scheme with a protobuf layout.
-func decodeProtobufListItems(scheme *runtime.Scheme, body []byte) ([]any, string, string, error) {
+// errNotStreamable when the body is not protobuf or its kind is not a list type of scheme with
+// a protobuf layout.
+func decodeProtobufListItems(scheme *runtime.Scheme, mediaType string, body []byte) ([]any, string, string, error) {
+	if mediaType != MediaProtobuf {
+		return nil, "", "", errNotStreamable
+	}
 	env, err := readEnvelope(body)
 	if err != nil {
 		// A body whose envelope does not read is for apimachinery's decoder to name.
