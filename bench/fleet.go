@@ -392,7 +392,8 @@ func (t *serverTotals) restart(ctx context.Context, s *apiserver.Server, admin *
 	return nil
 }
 
-// settledVersionsIn reads the server's state until two reads two seconds apart agree. A write
+// settledVersionsIn reads the server's state until two reads two seconds apart agree (at most
+// ten times; then the last read stands, and a fleet that cannot match it says so). A write
 // the stopped writer sent just before it was cancelled can still be applied afterwards (after
 // etcd was paused it sits in etcd's queue until etcd resumes); a fleet compared against the
 // state before it would never match.
