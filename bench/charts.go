@@ -125,7 +125,7 @@ func FleetCharts(rs []FleetResult, dir string) error {
 	var groups []group
 	byGroup := map[group][]FleetResult{}
 	for _, r := range rs {
-		if r.Err != "" {
+		if r.Err != "" && r.Unsynced == 0 { // a fleet that did not get in sync has figures
 			continue
 		}
 		g := group{r.Scenario, r.Reflectors}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -66,6 +67,9 @@ type FleetOptions struct {
 	Gap time.Duration
 	// Inflight is --max-requests-inflight for the APF scenario.
 	Inflight int
+	// MatchTimeout bounds each wait for every store to hold the server's state (default 10
+	// minutes). A fleet that misses it still reports its figures, with Unsynced set.
+	MatchTimeout time.Duration
 	// JournalDir, when set, receives the journal of the first member of each rewatch fleet.
 	JournalDir string
 	// OnResult, when set, hears of each run as it ends: a long run's figures survive an
@@ -100,10 +104,14 @@ type FleetResult struct {
 	// InitialSyncSeconds is the time from starting the fleet until every store held the
 	// server's state; ConvergeSeconds the time from the end of the fault until every store
 	// matched the server's state at that moment (the writer stops then). -1: never, within
-	// 10 minutes.
+	// MatchTimeout.
 	InitialSyncSeconds, ConvergeSeconds float64
-	ClientCPUSecondsPerMember           float64
-	ClientRSSKiBPerMember               float64
+	// Unsynced is how many stores still differed from the server when a wait for them ran
+	// out (Err says which); the other figures cover the run up to then.
+	Unsynced                  int
+	MatchTimeoutSeconds       float64
+	ClientCPUSecondsPerMember float64
+	ClientRSSKiBPerMember     float64
 	// Journal is the first rewatch member\'s journal, when one was kept.
 	Journal string `json:",omitempty"`
 	Err     string
@@ -138,8 +146,29 @@ func RunFleet(ctx context.Context, o FleetOptions) ([]FleetResult, error) {
 	return out, nil
 }
 
+// unsyncedError is a wait for every store to hold the server's state that ran out.
+type unsyncedError struct {
+	stage         string
+	differ, of    int
+	timeout       time.Duration
+	serverChanged bool
+}
+
+func (e *unsyncedError) Error() string {
+	msg := fmt.Sprintf("%s: %d of %d stores did not hold the server's state within %v", e.stage, e.differ, e.of, e.timeout)
+	if e.serverChanged {
+		msg += " (and the server's state has changed since it was read)"
+	}
+	return msg
+}
+
 func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant string) (FleetResult, error) {
-	res := FleetResult{Scenario: scenario, Variant: variant, Reflectors: n, Objects: o.Objects, InitialSyncSeconds: -1, ConvergeSeconds: -1}
+	timeout := o.MatchTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Minute
+	}
+	res := FleetResult{Scenario: scenario, Variant: variant, Reflectors: n, Objects: o.Objects, InitialSyncSeconds: -1, ConvergeSeconds: -1,
+		MatchTimeoutSeconds: timeout.Seconds()}
 	opts := apiserver.Options{}
 	switch scenario {
 	case ScenarioAPF:
@@ -186,9 +215,10 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	var rates []float64
 	sampled := make(chan struct{})
-	// stopRates ends the sampler and hands over what it sampled; every return calls it once, so
+	// stopRates ends the sampler and hands over what it sampled; the deferred call makes sure
 	// the sampler never outlives the run.
 	stopRates := func() []float64 { stopSampling(); <-sampled; return rates }
+	defer stopSampling()
 	go func() {
 		defer close(sampled)
 		t := time.NewTicker(time.Second)
@@ -227,7 +257,6 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	stdout, _ := cmd.StdoutPipe()
 	fleetStart := time.Now()
 	if err := cmd.Start(); err != nil {
-		stopRates()
 		return res, err
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
@@ -251,30 +280,41 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	}
 	startWriter()
 	// matched stops the writer and asks the fleet to report once every store equals the
-	// server's state then; it returns the seconds from since until they did.
-	matched := func(since time.Time, deadline time.Duration) (float64, error) {
+	// server's state then; it returns the seconds from since until they did, or an
+	// *unsyncedError when they did not within the timeout.
+	matched := func(stage string, since time.Time) (float64, error) {
 		stopWriter()
 		v, err := settledVersionsIn(ctx, cs, fleetNS)
 		if err != nil {
 			return -1, err
 		}
-		fmt.Fprintf(stdin, "match %d %d\n", len(v), stateHash(v))
-		l, err := waitLine(ctx, lines, "MATCHED", deadline)
+		fmt.Fprintf(stdin, "match %d %d %d\n", len(v), stateHash(v), timeout.Milliseconds())
+		// The child gives up after timeout and says so; the margin is for its reply.
+		l, err := waitLine(ctx, lines, "MATCHED", timeout+time.Minute)
 		if err != nil {
-			return -1, fmt.Errorf("stores never matched the server: %w", err)
+			return -1, fmt.Errorf("%s: the fleet did not answer: %w", stage, err)
 		}
-		if strings.Contains(l, "timeout") {
-			if now, err := versionsIn(ctx, cs, fleetNS); err == nil && stateHash(now) != stateHash(v) {
-				l += " (and the server's state has changed since it was read)"
+		if rest, ok := strings.CutPrefix(l, "MATCHED timeout "); ok {
+			e := &unsyncedError{stage: stage, timeout: timeout}
+			if _, err := fmt.Sscanf(rest, "%d %d", &e.differ, &e.of); err != nil {
+				return -1, fmt.Errorf("%s: unreadable answer %q", stage, l)
 			}
-			return -1, fmt.Errorf("stores never matched the server within %v: %s", deadline, l)
+			if now, err := versionsIn(ctx, cs, fleetNS); err == nil && stateHash(now) != stateHash(v) {
+				e.serverChanged = true
+			}
+			return -1, e
 		}
 		return time.Since(since).Seconds(), nil
 	}
-	res.InitialSyncSeconds, err = matched(fleetStart, 10*time.Minute)
+	// A fleet that does not get in sync is a finding, not a failed run: its requests, 429s and
+	// costs up to then are what explain it, so they are collected as for any other run.
+	var unsynced *unsyncedError
+	res.InitialSyncSeconds, err = matched("initial sync", fleetStart)
+	if errors.As(err, &unsynced) {
+		return collectFleetFigures(ctx, res, acc, s, admin, stdin, lines, stopRates, unsynced)
+	}
 	if err != nil {
-		stopRates()
-		return res, fmt.Errorf("initial sync: %w", err)
+		return res, err
 	}
 	startWriter()
 	time.Sleep(5 * time.Second) // steady state with writes
@@ -302,15 +342,21 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 		}
 	}
 	if err != nil {
-		stopRates()
 		return res, fmt.Errorf("%s: %w", scenario, err)
 	}
-	res.ConvergeSeconds, err = matched(time.Now(), 10*time.Minute)
-	res.ServerRequestsPerSecond = stopRates()
-	if err != nil {
+	res.ConvergeSeconds, err = matched("converge", time.Now())
+	if err != nil && !errors.As(err, &unsynced) {
 		return res, err
 	}
+	return collectFleetFigures(ctx, res, acc, s, admin, stdin, lines, stopRates, unsynced)
+}
 
+// collectFleetFigures ends the run's accounts: the server's totals since the last start, the
+// sampled request rates and the fleet's own report. unsynced, when not nil, is returned as
+// the run's error after the figures are in.
+func collectFleetFigures(ctx context.Context, res FleetResult, acc *serverTotals, s *apiserver.Server, admin *http.Client,
+	stdin io.Writer, lines <-chan string, stopRates func() []float64, unsynced *unsyncedError) (FleetResult, error) {
+	res.ServerRequestsPerSecond = stopRates()
 	if err := acc.end(ctx, s, admin); err != nil {
 		return res, err
 	}
@@ -332,7 +378,12 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	res.FullStateTransfers, res.FullStateBytes = c.Meter.ListOps+c.Meter.WatchLists, c.Meter.ListBytes+c.Meter.WatchListBytes
 	res.Requests, res.TooMany = c.Meter.Lists+c.Meter.Watches+c.Meter.WatchLists, c.Meter.TooMany
 	res.MaxRequestsPerReflectorPerMinute = c.MaxPerMinute
-	res.ClientCPUSecondsPerMember, res.ClientRSSKiBPerMember = c.CPUSeconds/float64(n), float64(c.MaxRSSKiB)/float64(n)
+	n := float64(res.Reflectors)
+	res.ClientCPUSecondsPerMember, res.ClientRSSKiBPerMember = c.CPUSeconds/n, float64(c.MaxRSSKiB)/n
+	if unsynced != nil {
+		res.Unsynced = unsynced.differ
+		return res, unsynced
+	}
 	return res, nil
 }
 
@@ -445,8 +496,8 @@ type fleetChildResult struct {
 }
 
 // FleetChild runs n reflectors of variant against server, sharing one meter, and answers the
-// parent on in: "match COUNT HASH" (reply "MATCHED" once every store holds that state, or
-// "MATCHED timeout" after 10 minutes) and "report" (reply "RESULT {json}").
+// parent on in: "match COUNT HASH MILLIS" (reply "MATCHED" once every store holds that state,
+// or "MATCHED timeout DIFFERING N" after MILLIS) and "report" (reply "RESULT {json}").
 func FleetChild(variant, server string, n int, journal string, in io.Reader, out io.Writer) error {
 	// N members would each log every failure; the parent's figures say what happened.
 	slog.SetDefault(slog.New(slog.DiscardHandler))
@@ -491,9 +542,10 @@ func FleetChild(variant, server string, n int, journal string, in io.Reader, out
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		switch {
-		case len(f) == 3 && f[0] == "match":
+		case len(f) == 4 && f[0] == "match":
 			want, _ := strconv.ParseUint(f[2], 10, 64)
-			deadline := time.Now().Add(10 * time.Minute)
+			millis, _ := strconv.ParseInt(f[3], 10, 64)
+			deadline := time.Now().Add(time.Duration(millis) * time.Millisecond)
 			off := differing(stores, want)
 			for off > 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
@@ -502,7 +554,7 @@ func FleetChild(variant, server string, n int, journal string, in io.Reader, out
 			if off == 0 {
 				fmt.Fprintln(w, "MATCHED")
 			} else {
-				fmt.Fprintf(w, "MATCHED timeout: %d of %d stores differ from the server\n", off, len(stores))
+				fmt.Fprintf(w, "MATCHED timeout %d %d\n", off, len(stores))
 			}
 		case len(f) == 1 && f[0] == "report":
 			r := fleetChildResult{Meter: meter.Counts(), CPUSeconds: processCPU().Seconds(), MaxRSSKiB: peakRSSKiB()}
@@ -683,7 +735,7 @@ func WriteFleetTable(w io.Writer, rs []FleetResult) {
 	fmt.Fprintln(w, "| scenario | reflectors | kind | full-state transfers | full-state MiB | requests (client) | requests (server) | 429s | server rejected | peak server req/s | busiest member req/min | initial sync s | converge s | server CPU s | client CPU ms/member | client RSS KiB/member |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
-		if r.Err != "" {
+		if r.Err != "" && r.Unsynced == 0 {
 			fmt.Fprintf(w, "| %s | %d | %s | error: %s |\n", r.Scenario, r.Reflectors, r.Variant, r.Err)
 			continue
 		}
@@ -697,9 +749,24 @@ func WriteFleetTable(w io.Writer, rs []FleetResult) {
 				served += n
 			}
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %d | %.1f | %d | %d | %d | %d | %.0f | %d | %.1f | %.1f | %.1f | %.0f | %.0f |\n",
+		fmt.Fprintf(w, "| %s | %d | %s | %d | %.1f | %d | %d | %d | %d | %.0f | %d | %s | %s | %.1f | %.0f | %.0f |\n",
 			r.Scenario, r.Reflectors, r.Variant, r.FullStateTransfers, float64(r.FullStateBytes)/(1<<20), r.Requests, served, r.TooMany,
-			r.ServerRejected, peak, r.MaxRequestsPerReflectorPerMinute, r.InitialSyncSeconds, r.ConvergeSeconds,
-			r.ServerCPUSeconds, r.ClientCPUSecondsPerMember*1000, r.ClientRSSKiBPerMember)
+			r.ServerRejected, peak, r.MaxRequestsPerReflectorPerMinute, r.syncCell(r.InitialSyncSeconds, true),
+			r.syncCell(r.ConvergeSeconds, r.InitialSyncSeconds >= 0), r.ServerCPUSeconds, r.ClientCPUSecondsPerMember*1000, r.ClientRSSKiBPerMember)
+	}
+}
+
+// syncCell shows a time to get in sync: for the stage that ran out (reached, and not in sync)
+// how many stores were behind, and a dash for a stage never reached.
+func (r FleetResult) syncCell(seconds float64, reached bool) string {
+	switch {
+	case seconds >= 0:
+		return fmt.Sprintf("%.1f", seconds)
+	case !reached:
+		return "—"
+	case r.Unsynced > 0:
+		return fmt.Sprintf("> %.0f (%d of %d not in sync)", r.MatchTimeoutSeconds, r.Unsynced, r.Reflectors)
+	default:
+		return "never"
 	}
 }

@@ -1,9 +1,14 @@
 package bench
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
+	"fmt"
+	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,3 +72,49 @@ func TestFleetShort(t *testing.T) {
 type testWriter []byte
 
 func (w *testWriter) Write(p []byte) (int, error) { *w = append(*w, p...); return len(p), nil }
+
+// A fleet that cannot reach its state within the time it is given says how many of its stores
+// are behind, rather than blocking or answering as if it had matched.
+func TestFleetChildReportsStoresBehindOnTimeout(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	// Nothing listens on the server's address: no member can ever list.
+	go func() { done <- FleetChild(VariantRewatch, "http://127.0.0.1:1", 3, "", inR, outW) }()
+	lines := bufio.NewScanner(outR)
+
+	_, err := fmt.Fprintf(inW, "match 1 %d 50\n", stateHash(map[string]string{"fleet/a": "1"}))
+	require.NoError(t, err)
+	require.True(t, lines.Scan())
+	require.Equal(t, "MATCHED timeout 3 3", lines.Text())
+
+	_, err = fmt.Fprintln(inW, "report")
+	require.NoError(t, err)
+	require.True(t, lines.Scan())
+	var r fleetChildResult
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(lines.Text(), "RESULT ")), &r))
+	require.Positive(t, r.MaxRSSKiB)
+
+	require.NoError(t, inW.Close())
+	require.NoError(t, <-done)
+}
+
+// A run whose fleet did not get in sync keeps its figures in the table, with the stage that
+// ran out saying how many stores were behind.
+func TestFleetTableShowsUnsyncedRuns(t *testing.T) {
+	rs := []FleetResult{
+		{Scenario: ScenarioAPF, Variant: VariantRewatch, Reflectors: 200, TooMany: 5000, InitialSyncSeconds: -1, ConvergeSeconds: -1,
+			Unsynced: 17, MatchTimeoutSeconds: 600, Err: "initial sync: 17 of 200 stores did not hold the server's state within 10m0s"},
+		{Scenario: ScenarioRestart, Variant: VariantRewatch, Reflectors: 50, InitialSyncSeconds: 9.4, ConvergeSeconds: -1,
+			Unsynced: 2, MatchTimeoutSeconds: 600, Err: "converge: 2 of 50 stores did not hold the server's state within 10m0s"},
+		{Scenario: ScenarioSlow, Variant: VariantClientGo, Reflectors: 50, Err: "slow: etcd would not stop"},
+	}
+	var sb testWriter
+	WriteFleetTable(&sb, rs)
+	rows := strings.Split(strings.TrimSpace(string(sb)), "\n")[2:]
+	require.Len(t, rows, 3)
+	require.Contains(t, rows[0], "| 5000 |")
+	require.Contains(t, rows[0], "| > 600 (17 of 200 not in sync) | — |")
+	require.Contains(t, rows[1], "| 9.4 | > 600 (2 of 50 not in sync) |")
+	require.Equal(t, "| slow | 50 | client-go | error: slow: etcd would not stop |", rows[2])
+}

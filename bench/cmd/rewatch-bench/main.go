@@ -93,6 +93,7 @@ func main() {
 		every := fs.Duration("write-every", 50*time.Millisecond, "writer interval")
 		gap := fs.Duration("gap", 60*time.Second, "time between the two restarts; etcd is paused for a third of it")
 		inflight := fs.Int("inflight", 10, "--max-requests-inflight in the apf scenario")
+		matchTimeout := fs.Duration("match-timeout", 10*time.Minute, "how long a fleet may take to hold the server's state; one that does not still reports its figures")
 		out := fs.String("out", ".cache/bench", "directory for the raw JSON results (not tracked)")
 		charts := fs.String("charts", "", "directory for the SVG charts (none if empty)")
 		_ = fs.Parse(args)
@@ -113,7 +114,7 @@ func main() {
 		}
 		var r []bench.FleetResult
 		r, err = bench.RunFleet(ctx, bench.FleetOptions{OnResult: onResult, Sizes: ns, Objects: *objects, Scenarios: strings.Split(*scenarios, ","),
-			Variants: strings.Split(*variants, ","), WriteEvery: *every, Gap: *gap, Inflight: *inflight, Self: self, Logf: log.Printf,
+			Variants: strings.Split(*variants, ","), WriteEvery: *every, Gap: *gap, Inflight: *inflight, MatchTimeout: *matchTimeout, Self: self, Logf: log.Printf,
 			JournalDir: *out})
 		bench.WriteFleetTable(os.Stdout, r)
 		if serr := save(*out, "fleet", r); err == nil {
