@@ -104,16 +104,10 @@ func unstructuredServer(c unstructuredCodec, stream []byte) *httptest.Server {
 			http.Error(w, "this server answers "+c.media+" first", http.StatusNotAcceptable)
 			return
 		}
-		if q := r.URL.Query().Get("watch"); q != "1" && q != "true" {
+		if !serveWatch(w, r, c.streamMedia, stream) {
 			w.Header().Set("Content-Type", c.media)
 			_, _ = w.Write(list)
-			return
 		}
-		w.Header().Set("Content-Type", c.streamMedia)
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(stream)
-		http.NewResponseController(w).Flush()
-		<-r.Context().Done()
 	}))
 }
 

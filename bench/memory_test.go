@@ -83,7 +83,7 @@ func managedListBody(n int, metadataOnly bool) []byte {
 func listServer(n int) *httptest.Server {
 	full, meta := managedListBody(n, false), managedListBody(n, true)
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if holdWatch(w, r, "application/json") {
+		if serveWatch(w, r, "application/json", nil) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -62,7 +62,7 @@ func benchPodSync(b *testing.B, n int, media, runner string) {
 			http.Error(w, "this server answers "+media+" only", http.StatusNotAcceptable)
 			return
 		}
-		if holdWatch(w, r, media+";stream=watch") {
+		if serveWatch(w, r, media+";stream=watch", nil) {
 			return
 		}
 		w.Header().Set("Content-Type", media)

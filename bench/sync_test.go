@@ -39,14 +39,15 @@ func ListBody(n int) []byte {
 	return b.Bytes()
 }
 
-// holdWatch answers a watch request with an empty stream of contentType, held open until the
-// client goes away; it reports whether r was a watch.
-func holdWatch(w http.ResponseWriter, r *http.Request, contentType string) bool {
+// serveWatch answers a watch request with stream (which may be empty) as contentType, held
+// open until the client goes away; it reports whether r was a watch.
+func serveWatch(w http.ResponseWriter, r *http.Request, contentType string, stream []byte) bool {
 	if q := r.URL.Query().Get("watch"); q != "1" && q != "true" {
 		return false
 	}
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(stream)
 	http.NewResponseController(w).Flush()
 	<-r.Context().Done()
 	return true
@@ -69,7 +70,7 @@ func (s *replaceStore) Resync() error { return nil }
 func benchSync(b *testing.B, run func(ctx context.Context, url string, store *replaceStore) error, newInner func() InnerStore) {
 	body := ListBody(syncObjects)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if holdWatch(w, r, "application/json") {
+		if serveWatch(w, r, "application/json", nil) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

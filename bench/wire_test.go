@@ -227,17 +227,10 @@ func wireServer(object string, streams map[string][]byte) *httptest.Server {
 		if strings.HasPrefix(r.Header.Get("Accept"), runtime.ContentTypeProtobuf) {
 			media = runtime.ContentTypeProtobuf
 		}
-		q := r.URL.Query()
-		if q.Get("watch") != "1" && q.Get("watch") != "true" {
+		if !serveWatch(w, r, media+";stream=watch", streams[media]) {
 			w.Header().Set("Content-Type", media)
 			_, _ = w.Write(lists[media])
-			return
 		}
-		w.Header().Set("Content-Type", media+";stream=watch")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(streams[media])
-		http.NewResponseController(w).Flush()
-		<-r.Context().Done()
 	}))
 }
 
