@@ -35,10 +35,11 @@ type Config struct {
 	// RetryAfterSpread, when above 0, adds up to that fraction of an honoured Retry-After on
 	// top of it, drawn from the seeded jitter source: a wait after "Retry-After: 1" falls in
 	// [1 s, 1 s × (1 + spread)). It never waits less than the server asked. The default, 0,
-	// waits exactly the Retry-After (docs/semantics.md, "Waiting"). A fleet that API Priority
-	// and Fairness rejects at one instant is told one value (kube-apiserver says 1 s) and,
-	// waiting exactly, comes back at one instant again; a spread lets the server's queue take
-	// its members one after another (bench/RESULTS.md, "Fleets"). At most 1.
+	// waits exactly the Retry-After (docs/semantics.md, "Waiting"). API Priority and Fairness
+	// tells every request a priority level rejects the same value (1 s, doubling to 32 s while
+	// it keeps rejecting), so a fleet rejected at one instant that waits exactly comes back at
+	// one instant again; a spread lets the server's queue take its members one after another
+	// (bench/RESULTS.md, "Fleets"). At most 1.
 	RetryAfterSpread float64 `json:"retryAfterSpread,omitempty"`
 	// PageSize is the LIST limit. Default 500; negative disables pagination.
 	PageSize int64 `json:"pageSize"`
