@@ -39,6 +39,10 @@ type Connection = httpapi.Config
 // It is the machine's own configuration, and the journal header records it as it is.
 type Policy = transitions.Config
 
+// RetryAfterExact, as Policy.RetryAfterSpread, waits every Retry-After exactly, even one that
+// repeats (docs/semantics.md, "Retry-After"); the default spreads a repeated one.
+const RetryAfterExact = transitions.RetryAfterExact
+
 // Config configures a Reflector. Its two embedded parts are the transport's and the machine's
 // configurations themselves, so every tunable of either is set here (cfg.Resource,
 // cfg.Backoff, cfg.QuickWatch, cfg.MaxFrameBytes, …); the rest is what only the façade adds.

@@ -34,15 +34,16 @@ const (
 	// VariantRewatchWatchList is rewatch with Policy.WatchList: the initial state and every
 	// relist as a watch-list stream, as client-go's default does. Run it with -variants.
 	VariantRewatchWatchList = "rewatch-watchlist"
-	// VariantRewatchSpread is rewatch with Policy.RetryAfterSpread 1: a wait after
-	// "Retry-After: 1" falls in [1 s, 2 s). Run it with -variants.
-	VariantRewatchSpread = "rewatch-spread"
+	// VariantRewatchExact is rewatch waiting every Retry-After exactly, repeated or not
+	// (Policy.RetryAfterSpread = RetryAfterExact): the policy before repeated Retry-Afters were
+	// spread by default, kept to measure what the spread buys. Run it with -variants.
+	VariantRewatchExact = "rewatch-exact"
 )
 
 // isRewatch says whether a variant is one of rewatch's.
 func isRewatch(variant string) bool {
 	switch variant {
-	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList, VariantRewatchSpread:
+	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList, VariantRewatchExact:
 		return true
 	}
 	return false
@@ -90,8 +91,8 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 			Policy: rewatch.Policy{WatchList: t.WatchList || variant == VariantRewatchWatchList, PageSize: t.PageSize},
 			Store:  store, Journal: t.Journal,
 		}
-		if variant == VariantRewatchSpread {
-			cfg.RetryAfterSpread = 1
+		if variant == VariantRewatchExact {
+			cfg.RetryAfterSpread = rewatch.RetryAfterExact
 		}
 		if variant == VariantRewatchCap5s {
 			b := backoff.Reflector()

@@ -148,6 +148,9 @@ func (s Snapshot) String() string {
 	if s.Attempt > 0 {
 		field(&b, "attempt", strconv.Itoa(s.Attempt))
 	}
+	if s.RetryAfterRepeats > 0 {
+		field(&b, "retry-after-repeats", strconv.Itoa(s.RetryAfterRepeats))
+	}
 	if !s.InternalStreakStart.IsZero() {
 		// The streak's re-watches so far; its age is the transcript's clock minus its start.
 		field(&b, "internal-streak", strconv.Itoa(s.InternalRewatches))

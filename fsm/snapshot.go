@@ -65,6 +65,10 @@ type Snapshot struct {
 	// LIST ends a streak.
 	InternalStreakStart time.Time `json:"internalStreakStart,omitzero"`
 	InternalRewatches   int       `json:"internalRewatches,omitempty"`
+	// RetryAfterRepeats counts the honoured Retry-After waits since the server last accepted a
+	// request (answered a LIST page, opened a watch): from the second on, a Retry-After is
+	// spread (docs/semantics.md, "Retry-After").
+	RetryAfterRepeats int `json:"retryAfterRepeats,omitempty"`
 	// QuickEnds counts consecutive watches that ended quickly without delivering anything.
 	QuickEnds int `json:"quickEnds,omitempty"`
 	// ExpiredStreak counts 410s since the last watch event.

@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"bytes"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/rewatch/rewatch/journal"
+	"github.com/rewatch/rewatch/transitions"
 )
 
 func writeJournal(t require.TestingT, r run) *bytes.Buffer {
@@ -80,7 +82,12 @@ func TestJournalRejectsBadInput(t *testing.T) {
 // scriptedRun plays transcript lines and keeps the steps for journaling.
 func scriptedRun(t *testing.T, lines ...string) run {
 	t.Helper()
-	sr := newScriptRunner(transcriptMachine())
+	return scriptedRunOn(t, transcriptMachine(), lines...)
+}
+
+func scriptedRunOn(t *testing.T, m *transitions.Machine, lines ...string) run {
+	t.Helper()
+	sr := newScriptRunner(m)
 	var r run
 	r.m = sr.m
 	for _, l := range lines {
@@ -92,4 +99,32 @@ func scriptedRun(t *testing.T, lines ...string) run {
 		r.events = append(r.events, st.event)
 	}
 	return r
+}
+
+// journal/record.go: a journal of format v2 was written when every Retry-After was waited
+// exactly unless RetryAfterSpread was set. It replays as recorded (the reader turns the
+// spread off), and one recorded with the old opt-in spread is refused, not misreplayed.
+func TestJournalV2ReplaysWithExactRetryAfter(t *testing.T) {
+	r := scriptedRunOn(t, transitions.MustNew(transcriptConfig(func(c *transitions.Config) { c.RetryAfterSpread = transitions.RetryAfterExact })),
+		"start", "list-failed status=429 retry-after-seconds=1", "+1s timer-fired",
+		"list-failed status=429 retry-after-seconds=1", "+1s timer-fired", "list-page rv=100")
+	v2 := strings.Replace(strings.Replace(writeJournal(t, r).String(), journal.Format, "rewatch-journal/v2", 1), `"retryAfterSpread":-1,`, "", 1)
+	require.Contains(t, v2, `"delay":1000000000`)
+	final, err := journal.Replay(strings.NewReader(v2), journal.ReplayOptions{Check: true})
+	require.NoError(t, err)
+	require.Equal(t, "100", final.LastRV)
+
+	spread := strings.Replace(v2, `"retryAfterCap"`, `"retryAfterSpread":1,"retryAfterCap"`, 1)
+	_, err = journal.Replay(strings.NewReader(spread), journal.ReplayOptions{Check: true})
+	require.ErrorContains(t, err, "spread every Retry-After")
+}
+
+// A v2 journal recorded on the real kube-apiserver through the storm (bench/RESULTS.md,
+// "Rewatch's decisions") still replays to the decisions it recorded.
+func TestJournalV2FromTheStormReplays(t *testing.T) {
+	f, err := os.Open("../bench/results/storm-seed12-rewatch-head.journal")
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = journal.Replay(f, journal.ReplayOptions{Check: true})
+	require.NoError(t, err)
 }

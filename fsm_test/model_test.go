@@ -65,7 +65,7 @@ func drawConfig(t *rapid.T) transitions.Config {
 		ResumeRVLifetime:       rapid.SampledFrom([]time.Duration{0, 10 * time.Second}).Draw(t, "rvLifetime"),
 		RetryAfterCap:          rapid.SampledFrom([]time.Duration{0, time.Minute}).Draw(t, "raCap"),
 		PageSize:               rapid.SampledFrom([]int64{0, 2, -1}).Draw(t, "pageSize"),
-		RetryAfterSpread:       rapid.SampledFrom([]float64{0, 0, 0.5, 1}).Draw(t, "raSpread"),
+		RetryAfterSpread:       rapid.SampledFrom([]float64{0, 0, 0.5, 1, transitions.RetryAfterExact}).Draw(t, "raSpread"),
 	}
 }
 

@@ -132,28 +132,47 @@ func TestPropertyRewatchUsesLastRVAndRVsNeverGoBack(t *testing.T) {
 }
 
 // docs/semantics.md "Waiting": each wait is the capped Retry-After when the server gave one (a
-// value under a second is no hint; with RetryAfterSpread, a wait in [Retry-After, Retry-After ×
-// (1 + spread)), never less) and then leaves the backoff where it was; otherwise it lies
+// value under a second is no hint) and then leaves the backoff where it was; otherwise it lies
 // within the backoff's bounds for its attempt, cut by the resume-RV age guard for a re-watch,
-// and never under MinWait.
+// and never under MinWait. A Retry-After is waited exactly unless it repeats one honoured
+// earlier with no request accepted in between (a LIST page, an opened watch, a watch frame,
+// tracked here from the events alone): then the wait lies in [RA, RA × (1 + spread)), and the
+// spread stops at the cap and, for a re-watch, at the resume RV's lifetime.
 func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := drawRun(t)
 		cfg := r.m.Config()
+		honoured := false // a Retry-After was honoured since the server last accepted a request
 		for i, st := range r.steps {
+			if st.cause != fsm.NoCause {
+				switch st.gen.event.Kind {
+				case fsm.EvListPage, fsm.EvWatchOpened, fsm.EvWatchEvent:
+					honoured = false
+				}
+			}
 			for _, c := range st.commands {
 				if c.Kind != fsm.CmdArmTimer {
 					continue
 				}
 				if ra := st.gen.retryAfter; ra >= transitions.MinRetryAfter {
 					want := min(ra, cfg.RetryAfterCap)
-					spread := time.Duration(float64(want) * cfg.RetryAfterSpread)
-					if c.Delay < want || c.Delay > want+spread || (spread > 0 && c.Delay == want+spread) {
-						t.Fatalf("step %d: waited %v, Retry-After %v capped at %v, spread %v", i, c.Delay, ra, cfg.RetryAfterCap, cfg.RetryAfterSpread)
+					lo, hi := want, want
+					if honoured && cfg.RetryAfterSpread > 0 {
+						hi = min(want+time.Duration(float64(want)*cfg.RetryAfterSpread), cfg.RetryAfterCap)
+						if st.after.Next == fsm.Watching {
+							if age := st.gen.event.Now.Sub(st.before.RVAdvancedAt); age < cfg.ResumeRVLifetime {
+								hi = max(want, min(hi, max(transitions.MinResumeWait, cfg.ResumeRVLifetime-age)))
+							}
+						}
+					}
+					if c.Delay < lo || c.Delay > hi {
+						t.Fatalf("step %d: waited %v, Retry-After %v capped at %v, repeated %v, spread %v: want [%v, %v]",
+							i, c.Delay, ra, cfg.RetryAfterCap, honoured, cfg.RetryAfterSpread, lo, hi)
 					}
 					if st.after.Attempt != st.before.Attempt {
 						t.Fatalf("step %d: an honoured Retry-After moved the backoff from attempt %d to %d", i, st.before.Attempt, st.after.Attempt)
 					}
+					honoured = true
 					continue
 				}
 				lo, hi := bounds(cfg, st.before.Attempt)

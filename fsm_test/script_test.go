@@ -28,6 +28,9 @@ type scriptRunner struct {
 	s   fsm.Snapshot
 	now time.Time
 	log []step
+	// deadlines holds when each armed timer is due: a script that fires one earlier is wrong
+	// about the wait it shows.
+	deadlines map[uint64]time.Time
 }
 
 type step struct {
@@ -38,7 +41,7 @@ type step struct {
 }
 
 func newScriptRunner(m *transitions.Machine) *scriptRunner {
-	return &scriptRunner{m: m, s: m.Initial(), now: t0}
+	return &scriptRunner{m: m, s: m.Initial(), now: t0, deadlines: map[uint64]time.Time{}}
 }
 
 func (r *scriptRunner) runLine(line string) (string, error) {
@@ -46,10 +49,18 @@ func (r *scriptRunner) runLine(line string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if due, ok := r.deadlines[e.Timer]; ok && e.Kind == fsm.EvTimerFired && e.Timer == r.s.Timer && e.Now.Before(due) {
+		return "", fmt.Errorf("timer %d fired at %s, before it was due at %s", e.Timer, offset(e.Now), offset(due))
+	}
 	from := r.s.State
 	cause := r.m.Classify(&r.s, &e)
 	var cmds []fsm.Command
 	r.s, cmds = r.m.Next(r.s, e)
+	for _, c := range cmds {
+		if c.Kind == fsm.CmdArmTimer {
+			r.deadlines[c.Timer] = e.Now.Add(c.Delay)
+		}
+	}
 	st := step{event: e, from: from, to: r.s.State, cause: cause, commands: cmds}
 	r.log = append(r.log, st)
 	return r.format(st), nil

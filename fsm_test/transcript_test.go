@@ -123,13 +123,6 @@ func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 }
 
 func summary(c transitions.Config) string {
-	if c.RetryAfterSpread > 0 {
-		return fmt.Sprintf("%s retry-after-spread=%v", summaryWithoutSpread(c), c.RetryAfterSpread)
-	}
-	return summaryWithoutSpread(c)
-}
-
-func summaryWithoutSpread(c transitions.Config) string {
-	return fmt.Sprintf("backoff=%+v internal-window=%v internal-rewatches=%d resume-rv-lifetime=%v retry-after-cap=%v page-size=%d watch-list=%v",
-		c.Backoff, c.InternalErrorWindow, c.InternalErrorRewatches, c.ResumeRVLifetime, c.RetryAfterCap, c.PageSize, c.WatchList)
+	return fmt.Sprintf("backoff=%+v internal-window=%v internal-rewatches=%d resume-rv-lifetime=%v retry-after-cap=%v retry-after-spread=%v page-size=%d watch-list=%v",
+		c.Backoff, c.InternalErrorWindow, c.InternalErrorRewatches, c.ResumeRVLifetime, c.RetryAfterCap, c.RetryAfterSpread, c.PageSize, c.WatchList)
 }

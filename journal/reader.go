@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/rewatch/rewatch/transitions"
 )
 
 // MaxLine bounds one journal line. A full-capture record of a huge list page can be large;
@@ -35,8 +37,16 @@ func NewReader(r io.Reader) (*Reader, error) {
 	if err := strictUnmarshal(sc.Bytes(), &jr.Header); err != nil {
 		return nil, fmt.Errorf("journal: line 1: header: %w", err)
 	}
-	if jr.Header.Format != Format {
-		return nil, fmt.Errorf("journal: line 1: format %q, want %q", jr.Header.Format, Format)
+	switch jr.Header.Format {
+	case Format:
+	case formatV2:
+		if jr.Header.Config.RetryAfterSpread > 0 {
+			return nil, fmt.Errorf("journal: line 1: format %q with retryAfterSpread %v spread every Retry-After, the first too, which no configuration of %q reproduces",
+				formatV2, jr.Header.Config.RetryAfterSpread, Format)
+		}
+		jr.Header.Config.RetryAfterSpread = transitions.RetryAfterExact
+	default:
+		return nil, fmt.Errorf("journal: line 1: format %q, want %q (or %q)", jr.Header.Format, Format, formatV2)
 	}
 	return jr, nil
 }

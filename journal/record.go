@@ -10,10 +10,16 @@ import (
 	"github.com/rewatch/rewatch/transitions"
 )
 
-// Format names this journal format in every header. v2 is the first with the revision-2 wait
-// policy (docs/semantics.md, "Waiting"): a v1 journal would replay to other decisions, so the
-// reader refuses it rather than report false differences.
-const Format = "rewatch-journal/v2"
+// Format names this journal format in every header. v3 is the first that spreads a repeated
+// Retry-After by default (docs/semantics.md, "Retry-After"); v2 the first with the revision-2
+// wait policy. A v1 journal would replay to other decisions, so the reader refuses it rather
+// than report false differences; a v2 journal is read as what its machine did (see formatV2).
+const Format = "rewatch-journal/v3"
+
+// formatV2 journals were written when every Retry-After was waited exactly unless
+// RetryAfterSpread was set, and then spread from the first. The first replays as recorded with
+// the spread turned off; the second was a one-day opt-in that no configuration reproduces now.
+const formatV2 = "rewatch-journal/v2"
 
 // Header is the first line: what is needed to rebuild the very same machine.
 type Header struct {

@@ -32,15 +32,17 @@ type Config struct {
 	// RetryAfterCap caps a server's Retry-After, so that a hostile or broken value cannot park
 	// the reflector. Default 5 minutes.
 	RetryAfterCap time.Duration `json:"retryAfterCap"`
-	// RetryAfterSpread, when above 0, adds up to that fraction of an honoured Retry-After on
-	// top of it, drawn from the seeded jitter source: a wait after "Retry-After: 1" falls in
-	// [1 s, 1 s × (1 + spread)). It never waits less than the server asked. The default, 0,
-	// waits exactly the Retry-After (docs/semantics.md, "Waiting"). API Priority and Fairness
-	// tells every request a priority level rejects the same value (1 s, doubling to 32 s while
-	// it keeps rejecting), so a fleet rejected at one instant that waits exactly comes back at
-	// one instant again; a spread lets the server's queue take its members one after another
-	// (bench/RESULTS.md, "Fleets"). At most 1.
-	RetryAfterSpread float64 `json:"retryAfterSpread,omitempty"`
+	// RetryAfterSpread spreads a repeated Retry-After: when the server answers with a
+	// Retry-After again before it has accepted any request since the last one, the wait is
+	// drawn from [Retry-After, Retry-After × (1 + RetryAfterSpread)) instead of being exactly
+	// the Retry-After. The first Retry-After after an accepted request is always waited
+	// exactly, and no wait is shorter than the server asked. API Priority and Fairness gives
+	// every request a priority level rejects the same value (1 s, doubling to 32 s while it keeps
+	// rejecting), so a fleet it rejects together that waits exactly comes back together, and is
+	// rejected together again, round after round (docs/semantics.md, "Retry-After";
+	// bench/RESULTS.md, "Fleets"). Default 1 (0 means the default); at most 1; a negative value
+	// waits every Retry-After exactly.
+	RetryAfterSpread float64 `json:"retryAfterSpread"`
 	// PageSize is the LIST limit. Default 500; negative disables pagination.
 	PageSize int64 `json:"pageSize"`
 	// QuickWatch: a watch that ends within this time having delivered nothing counts as a quick
@@ -66,6 +68,9 @@ const (
 	DefaultInternalErrorRewatches = 3
 	DefaultResumeRVLifetime       = 60 * time.Second
 	DefaultRetryAfterCap          = 5 * time.Minute
+	DefaultRetryAfterSpread       = 1.0
+	// RetryAfterExact, as RetryAfterSpread, waits every Retry-After exactly, repeated or not.
+	RetryAfterExact               = -1.0
 	DefaultPageSize               = 500
 	DefaultQuickWatch             = time.Second
 	DefaultQuickEndsBeforeBackoff = 2
@@ -92,6 +97,9 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.QuickWatch, DefaultQuickWatch)
 	setDefault(&c.WatchTimeoutMin, DefaultWatchTimeoutMin)
 	setDefault(&c.WatchTimeoutMax, DefaultWatchTimeoutMax)
+	if c.RetryAfterSpread == 0 {
+		c.RetryAfterSpread = DefaultRetryAfterSpread
+	}
 	if c.PageSize == 0 {
 		c.PageSize = DefaultPageSize
 	}
@@ -120,8 +128,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.WatchTimeoutMax < c.WatchTimeoutMin || c.WatchTimeoutMin < time.Second {
 		errs = append(errs, fmt.Errorf("watch timeout range [%v, %v) is empty or under a second", c.WatchTimeoutMin, c.WatchTimeoutMax))
 	}
-	if !(c.RetryAfterSpread >= 0 && c.RetryAfterSpread <= 1) { // NaN fails both
-		errs = append(errs, fmt.Errorf("RetryAfterSpread must be within [0, 1], got %v", c.RetryAfterSpread))
+	if !(c.RetryAfterSpread <= 1) { // NaN fails it too
+		errs = append(errs, fmt.Errorf("RetryAfterSpread must be at most 1 (negative: exact waits), got %v", c.RetryAfterSpread))
 	}
 	if c.InternalErrorRewatches < 0 {
 		errs = append(errs, fmt.Errorf("InternalErrorRewatches must not be negative, got %d", c.InternalErrorRewatches))

@@ -12,13 +12,16 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 		m.watchEvent(s, e, out)
 	case fsm.CauseWatchOpened, fsm.CauseWatchListOpened:
 		s.WatchOpen, s.WatchOpenedAt = true, e.Now
+		accepted(s)
 
 	case fsm.CauseStart:
 		m.startListing(s, out)
 	case fsm.CauseListPageMore:
+		accepted(s)
 		stagePage(s, e, out)
 		m.listPage(s, out, pageContinue, e.Continue)
 	case fsm.CauseListComplete:
+		accepted(s)
 		stagePage(s, e, out)
 		m.replaceAndWatch(s, e.ResourceVersion, e.Now, out)
 	case fsm.CauseListExpired:
@@ -39,6 +42,7 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 		}
 		m.backoff(s, e, row, out)
 	case fsm.CauseInitialEvent:
+		accepted(s)
 		if e.Type != fsm.Bookmark {
 			s.Staged++
 			emit(out, fsm.Command{Kind: fsm.CmdStage, Type: e.Type, Key: e.Key, Object: e.Object, Items: e.Items, ItemCount: e.ItemCount})
@@ -104,6 +108,7 @@ func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 	if !s.WatchOpen {
 		// A frame proves the stream is open even if the driver reported no headers event.
 		s.WatchOpen, s.WatchOpenedAt = true, e.Now
+		accepted(s)
 	}
 	if e.ResourceVersion != "" && e.ResourceVersion != s.LastRV {
 		progress(s, e)

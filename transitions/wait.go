@@ -18,31 +18,60 @@ func (m *Machine) backoff(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 
 // delay is the wait before the retry that leads to next (docs/semantics.md, "Waiting").
 //
-// A usable Retry-After is honoured exactly (or, with RetryAfterSpread, up to that fraction
-// later), capped, and leaves the backoff where it was: the server said when to come back, and
-// coming back then is no failure streak. Otherwise the policy's next step is taken and the
-// backoff advances. A re-watch is cut short while its
-// resume RV is young, because waiting past the server's watch-cache window would turn a cheap
-// resume into a 410 and a full LIST. No wait is shorter than MinWait.
+// A usable Retry-After is honoured, capped, and leaves the backoff where it was: the server
+// said when to come back, and coming back then is no failure streak. Otherwise the policy's
+// next step is taken and the backoff advances. A re-watch is cut short while its resume RV is
+// young, because waiting past the server's watch-cache window would turn a cheap resume into
+// a 410 and a full LIST. No wait is shorter than MinWait.
 func (m *Machine) delay(s *fsm.Snapshot, e *fsm.Event, next fsm.State) time.Duration {
 	if ra, ok := retryAfter(e.Failure); ok && ra >= MinRetryAfter {
-		d := min(ra, m.cfg.RetryAfterCap)
-		if m.cfg.RetryAfterSpread > 0 {
-			d += time.Duration(float64(d) * m.cfg.RetryAfterSpread * m.rand(s))
-		}
-		return d
+		return m.retryAfterWait(s, e, next, min(ra, m.cfg.RetryAfterCap))
 	}
 	d := m.cfg.Backoff.Delay(s.Attempt, m.rand(s))
 	if s.Attempt < math.MaxInt32 {
 		s.Attempt++
 	}
 	if next == fsm.Watching {
-		if age := e.Now.Sub(s.RVAdvancedAt); age < m.cfg.ResumeRVLifetime {
-			d = min(d, max(MinResumeWait, m.cfg.ResumeRVLifetime-age))
-		}
+		d = m.guardResumeRV(s, e, d)
 	}
 	return max(d, MinWait)
 }
+
+// retryAfterWait is the wait for an honoured Retry-After ra. The first one since the server
+// last accepted a request is waited exactly. A second in a row means the server turned this
+// client away again right after the wait it asked for: clients that a server rejects together
+// (API Priority and Fairness gives them all one value) and that wait exactly come back
+// together and are rejected together again, so from the second on the wait is spread over
+// [ra, ra × (1 + RetryAfterSpread)) from the seeded jitter source (docs/semantics.md,
+// "Retry-After"). The spread never shortens the server's wait, never takes the wait past
+// RetryAfterCap, and for a re-watch never past the resume RV's lifetime.
+func (m *Machine) retryAfterWait(s *fsm.Snapshot, e *fsm.Event, next fsm.State, ra time.Duration) time.Duration {
+	repeated := s.RetryAfterRepeats > 0
+	if s.RetryAfterRepeats < math.MaxInt32 {
+		s.RetryAfterRepeats++
+	}
+	if !repeated || m.cfg.RetryAfterSpread <= 0 {
+		return ra
+	}
+	d := min(ra+time.Duration(float64(ra)*m.cfg.RetryAfterSpread*m.rand(s)), max(ra, m.cfg.RetryAfterCap))
+	if next == fsm.Watching {
+		d = max(ra, m.guardResumeRV(s, e, d))
+	}
+	return d
+}
+
+// guardResumeRV cuts a re-watch's wait while the resume RV is young (docs/semantics.md,
+// "resume-RV age guard").
+func (m *Machine) guardResumeRV(s *fsm.Snapshot, e *fsm.Event, d time.Duration) time.Duration {
+	if age := e.Now.Sub(s.RVAdvancedAt); age < m.cfg.ResumeRVLifetime {
+		return min(d, max(MinResumeWait, m.cfg.ResumeRVLifetime-age))
+	}
+	return d
+}
+
+// accepted notes that the server took a request (a LIST page, an opened watch): a Retry-After
+// after it is a new rejection, not a repeat.
+func accepted(s *fsm.Snapshot) { s.RetryAfterRepeats = 0 }
 
 // progress is a watch moving the last observed RV (docs/semantics.md, "reset on progress"):
 // proof that the server serves this watch again, so the backoff starts from its first step
