@@ -40,7 +40,7 @@ type Connection = httpapi.Config
 type Policy = transitions.Config
 
 // RetryAfterExact, as Policy.RetryAfterSpread, waits every Retry-After exactly, even one that
-// repeats (docs/semantics.md, "Retry-After"); the default spreads a repeated one.
+// repeats (docs/semantics.md, "a repeated Retry-After"); the default spreads a repeated one.
 const RetryAfterExact = transitions.RetryAfterExact
 
 // Config configures a Reflector. Its two embedded parts are the transport's and the machine's

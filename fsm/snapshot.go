@@ -67,7 +67,7 @@ type Snapshot struct {
 	InternalRewatches   int       `json:"internalRewatches,omitempty"`
 	// RetryAfterRepeats counts the honoured Retry-After waits since the server last accepted a
 	// request (answered a LIST page, opened a watch): from the second on, a Retry-After is
-	// spread (docs/semantics.md, "Retry-After").
+	// spread (docs/semantics.md, "a repeated Retry-After").
 	RetryAfterRepeats int `json:"retryAfterRepeats,omitempty"`
 	// QuickEnds counts consecutive watches that ended quickly without delivering anything.
 	QuickEnds int `json:"quickEnds,omitempty"`

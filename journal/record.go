@@ -11,7 +11,7 @@ import (
 )
 
 // Format names this journal format in every header. v3 is the first that spreads a repeated
-// Retry-After by default (docs/semantics.md, "Retry-After"); v2 the first with the revision-2
+// Retry-After by default (docs/semantics.md, "a repeated Retry-After"); v2 the first with the revision-2
 // wait policy. A v1 journal would replay to other decisions, so the reader refuses it rather
 // than report false differences; a v2 journal is read as what its machine did (see formatV2).
 const Format = "rewatch-journal/v3"

@@ -39,7 +39,7 @@ type Config struct {
 	// exactly, and no wait is shorter than the server asked. API Priority and Fairness gives
 	// every request a priority level rejects the same value (1 s, doubling to 32 s while it keeps
 	// rejecting), so a fleet it rejects together that waits exactly comes back together, and is
-	// rejected together again, round after round (docs/semantics.md, "Retry-After";
+	// rejected together again, round after round (docs/semantics.md, "a repeated Retry-After";
 	// bench/RESULTS.md, "Fleets"). Default 1 (0 means the default); at most 1; a negative value
 	// waits every Retry-After exactly.
 	RetryAfterSpread float64 `json:"retryAfterSpread"`

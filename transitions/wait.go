@@ -42,9 +42,9 @@ func (m *Machine) delay(s *fsm.Snapshot, e *fsm.Event, next fsm.State) time.Dura
 // client away again right after the wait it asked for: clients that a server rejects together
 // (API Priority and Fairness gives them all one value) and that wait exactly come back
 // together and are rejected together again, so from the second on the wait is spread over
-// [ra, ra × (1 + RetryAfterSpread)) from the seeded jitter source (docs/semantics.md,
-// "Retry-After"). The spread never shortens the server's wait, never takes the wait past
-// RetryAfterCap, and for a re-watch never past the resume RV's lifetime.
+// [ra, ra × (1 + RetryAfterSpread)) from the seeded jitter source (docs/semantics.md, "a
+// repeated Retry-After"). The spread never shortens the server's wait, never takes the wait
+// past RetryAfterCap, and for a re-watch never past the resume RV's lifetime.
 func (m *Machine) retryAfterWait(s *fsm.Snapshot, e *fsm.Event, next fsm.State, ra time.Duration) time.Duration {
 	repeated := s.RetryAfterRepeats > 0
 	if s.RetryAfterRepeats < math.MaxInt32 {
