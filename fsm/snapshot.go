@@ -39,6 +39,11 @@ type Snapshot struct {
 	// failed continuation page is retried where it failed (the token stays valid until the
 	// server compacts, minutes later) instead of listing from page 1 again.
 	ListContinue string `json:"listContinue,omitempty"`
+	// ServerPages: a LIST answer has carried a continue token, so the server pages this
+	// resource (its watch cache is off, or does not serve it): relists at a known RV page too.
+	// Until then a relist at a known RV asks for everything in one response, which the watch
+	// cache serves (docs/semantics.md, "Requests").
+	ServerPages bool `json:"serverPages,omitempty"`
 	// ListFull: the request in flight is the one unpaginated fallback LIST.
 	ListFull bool `json:"listFull,omitempty"`
 	// Streaming: the current listing is a watch-list stream (sendInitialEvents).

@@ -66,6 +66,7 @@ func drawConfig(t *rapid.T) transitions.Config {
 		RetryAfterCap:          rapid.SampledFrom([]time.Duration{0, time.Minute}).Draw(t, "raCap"),
 		PageSize:               rapid.SampledFrom([]int64{0, 2, -1}).Draw(t, "pageSize"),
 		RetryAfterSpread:       rapid.SampledFrom([]float64{0, 0, 0.5, 1, transitions.RetryAfterExact}).Draw(t, "raSpread"),
+		PageRelists:            rapid.Bool().Draw(t, "pageRelists"),
 	}
 }
 

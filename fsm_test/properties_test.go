@@ -379,3 +379,31 @@ func TestPropertyNoHotLoop(t *testing.T) {
 		}
 	})
 }
+
+// docs/semantics.md "Requests": the first LIST and every continue page ask for a limit; a
+// relist at a known RV asks for none until a LIST answer has carried a continue token (the
+// server pages: no watch cache serves the resource) or PageRelists is set, and from then on
+// asks for one. Tracked here from the events alone.
+func TestPropertyRelistPagesOnlyWhereTheServerPages(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		cfg := r.m.Config()
+		serverPages := false
+		for i, st := range r.steps {
+			for _, c := range st.commands {
+				if c.Kind != fsm.CmdListPage || cfg.PageSize <= 0 {
+					continue
+				}
+				atKnownRV := c.Continue == "" && c.ResourceVersion != "" && c.ResourceVersion != "0"
+				fallback := st.after.ListFull
+				want := !fallback && (!atKnownRV || serverPages || cfg.PageRelists)
+				if got := c.Limit > 0; got != want {
+					t.Fatalf("step %d: %v asks for a limit: %v, want %v (server paged before: %v)", i, c, got, want, serverPages)
+				}
+			}
+			if st.cause != fsm.NoCause && st.gen.event.Kind == fsm.EvListPage && st.gen.event.Continue != "" {
+				serverPages = true
+			}
+		}
+	})
+}

@@ -103,6 +103,8 @@ func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 			cfg.RetryAfterCap, err = time.ParseDuration(v)
 		case "retry-after-spread":
 			cfg.RetryAfterSpread, err = strconv.ParseFloat(v, 64)
+		case "page-relists":
+			cfg.PageRelists = true
 		case "page-size":
 			cfg.PageSize, err = strconv.ParseInt(v, 10, 64)
 		case "backoff":
@@ -123,6 +125,13 @@ func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 }
 
 func summary(c transitions.Config) string {
+	if c.PageRelists {
+		return summaryOf(c) + " page-relists=true"
+	}
+	return summaryOf(c)
+}
+
+func summaryOf(c transitions.Config) string {
 	return fmt.Sprintf("backoff=%+v internal-window=%v internal-rewatches=%d resume-rv-lifetime=%v retry-after-cap=%v retry-after-spread=%v page-size=%d watch-list=%v",
 		c.Backoff, c.InternalErrorWindow, c.InternalErrorRewatches, c.ResumeRVLifetime, c.RetryAfterCap, c.RetryAfterSpread, c.PageSize, c.WatchList)
 }

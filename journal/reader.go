@@ -45,6 +45,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 				formatV2, jr.Header.Config.RetryAfterSpread, Format)
 		}
 		jr.Header.Config.RetryAfterSpread = transitions.RetryAfterExact
+		jr.Header.Config.PageRelists = true
 	default:
 		return nil, fmt.Errorf("journal: line 1: format %q, want %q (or %q)", jr.Header.Format, Format, formatV2)
 	}

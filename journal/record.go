@@ -11,14 +11,16 @@ import (
 )
 
 // Format names this journal format in every header. v3 is the first that spreads a repeated
-// Retry-After by default (docs/semantics.md, "a repeated Retry-After"); v2 the first with the revision-2
-// wait policy. A v1 journal would replay to other decisions, so the reader refuses it rather
-// than report false differences; a v2 journal is read as what its machine did (see formatV2).
+// Retry-After and relists at a known RV in one request by default (docs/semantics.md, "a
+// repeated Retry-After", "Requests"); v2 the first with the revision-2 wait policy. A v1
+// journal would replay to other decisions, so the reader refuses it rather than report false
+// differences; a v2 journal is read as what its machine did (see formatV2).
 const Format = "rewatch-journal/v3"
 
 // formatV2 journals were written when every Retry-After was waited exactly unless
-// RetryAfterSpread was set, and then spread from the first. The first replays as recorded with
-// the spread turned off; the second was a one-day opt-in that no configuration reproduces now.
+// RetryAfterSpread was set, and then spread from the first, and when every relist paged. The
+// reader replays them with exact waits and paged relists; one recorded with the spread was a
+// one-day opt-in that no configuration reproduces now, and is refused.
 const formatV2 = "rewatch-journal/v2"
 
 // Header is the first line: what is needed to rebuild the very same machine.

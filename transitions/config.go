@@ -45,6 +45,10 @@ type Config struct {
 	RetryAfterSpread float64 `json:"retryAfterSpread"`
 	// PageSize is the LIST limit. Default 500; negative disables pagination.
 	PageSize int64 `json:"pageSize"`
+	// PageRelists makes a relist at a known RV ask for pages too. By default it asks for the
+	// whole list in one response, which the watch cache serves, until the server has paged a
+	// list (docs/semantics.md, "Requests").
+	PageRelists bool `json:"pageRelists,omitempty"`
 	// QuickWatch: a watch that ends within this time having delivered nothing counts as a quick
 	// end. Default 1 s, like client-go.
 	QuickWatch time.Duration `json:"quickWatch"`

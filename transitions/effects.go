@@ -18,6 +18,7 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 		m.startListing(s, out)
 	case fsm.CauseListPageMore:
 		accepted(s)
+		s.ServerPages = true
 		stagePage(s, e, out)
 		m.listPage(s, out, pageContinue, e.Continue)
 	case fsm.CauseListComplete:

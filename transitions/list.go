@@ -47,7 +47,8 @@ func (m *Machine) startListing(s *fsm.Snapshot, out *[]fsm.Command) {
 }
 
 // listPage requests one LIST page. A continue page carries no resourceVersion (the token pins
-// it); the full fallback list carries no limit.
+// it); the full fallback list carries no limit, and neither does a relist at a known RV while
+// the server has never paged a list (see paged).
 func (m *Machine) listPage(s *fsm.Snapshot, out *[]fsm.Command, kind pageKind, cont string) {
 	s.Request = m.nextID(s)
 	s.ListContinuing, s.ListFull = kind == pageContinue, kind == pageFull
@@ -63,10 +64,29 @@ func (m *Machine) listPage(s *fsm.Snapshot, out *[]fsm.Command, kind pageKind, c
 			c.Match = "NotOlderThan"
 		}
 	}
-	if kind != pageFull && m.cfg.PageSize > 0 {
+	if m.paged(s, kind) {
 		c.Limit = m.cfg.PageSize
 	}
 	emit(out, c)
+}
+
+// paged says whether a LIST request asks for a limit. A relist at a known RV does not, as long
+// as no LIST answer has carried a continue token: the watch cache serves a LIST at a given RV
+// from memory, and unpaginated it takes one request instead of one per page — which counts
+// when a fleet relists at once behind API Priority and Fairness, where every page queues for
+// a seat and may be turned away on its own (bench/RESULTS.md, "Fleets"; client-go's reflector
+// makes the same choice). Once the server has paged a list, its watch cache does not serve
+// this resource and a whole list would be one large read from etcd, so relists page too. The
+// first LIST always asks for a limit: at RV 0 the watch cache ignores it, and without a watch
+// cache it is what tells the two apart. docs/semantics.md, "Requests".
+func (m *Machine) paged(s *fsm.Snapshot, kind pageKind) bool {
+	switch {
+	case kind == pageFull || m.cfg.PageSize <= 0:
+		return false
+	case kind == pageFirst && s.ListRV != "" && s.ListRV != "0":
+		return s.ServerPages || m.cfg.PageRelists
+	}
+	return true
 }
 
 func stagePage(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
