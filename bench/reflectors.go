@@ -38,12 +38,16 @@ const (
 	// (Policy.RetryAfterSpread = RetryAfterExact): the policy before repeated Retry-Afters were
 	// spread by default, kept to measure what the spread buys. Run it with -variants.
 	VariantRewatchExact = "rewatch-exact"
+	// VariantRewatchPaged is rewatch relisting in pages at a known RV too (Policy.PageRelists),
+	// as it did before relists asked the watch cache for the whole list in one request: kept to
+	// measure what that buys. Run it with -variants.
+	VariantRewatchPaged = "rewatch-paged"
 )
 
 // isRewatch says whether a variant is one of rewatch's.
 func isRewatch(variant string) bool {
 	switch variant {
-	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList, VariantRewatchExact:
+	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList, VariantRewatchExact, VariantRewatchPaged:
 		return true
 	}
 	return false
@@ -88,7 +92,7 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 				Client: &http.Client{Transport: rt}, Server: t.Server,
 				Resource: rewatch.Resource{Group: t.GVR.Group, Version: t.GVR.Version, Resource: t.GVR.Resource, Namespace: t.Namespace},
 			},
-			Policy: rewatch.Policy{WatchList: t.WatchList || variant == VariantRewatchWatchList, PageSize: t.PageSize},
+			Policy: rewatch.Policy{WatchList: t.WatchList || variant == VariantRewatchWatchList, PageSize: t.PageSize, PageRelists: variant == VariantRewatchPaged},
 			Store:  store, Journal: t.Journal,
 		}
 		if variant == VariantRewatchExact {
