@@ -146,7 +146,12 @@ func TestExpiredEventRelistsAtLastRV(t *testing.T) {
 		ls := e.requests(faultproxy.List)
 		require.Len(t, ls, 2, "exactly one relist")
 		require.Equal(t, tr.Snapshot.LastRV, ls[1].Query.Get("resourceVersion"), "relist at the last RV, not \"\"")
-		e.report("410 Expired as ERROR event", "one relist at last RV")
+		// docs/semantics.md "Requests": the first LIST pages; the relist at a known RV is one
+		// request that the watch cache serves.
+		require.Equal(t, "500", ls[0].Query.Get("limit"))
+		require.False(t, ls[1].Query.Has("limit"), "relist at a known RV asks for the whole list: %s", ls[1].Query.Encode())
+		require.Equal(t, "NotOlderThan", ls[1].Query.Get("resourceVersionMatch"))
+		e.report("410 Expired as ERROR event", "one relist at last RV, in one request")
 	})
 }
 
