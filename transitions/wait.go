@@ -53,7 +53,8 @@ func (m *Machine) retryAfterWait(s *fsm.Snapshot, e *fsm.Event, next fsm.State, 
 	if !repeated || m.cfg.RetryAfterSpread <= 0 {
 		return ra
 	}
-	d := min(ra+time.Duration(float64(ra)*m.cfg.RetryAfterSpread*m.rand(s)), max(ra, m.cfg.RetryAfterCap))
+	// ra is already capped, so the cap bounds only the spread.
+	d := min(ra+time.Duration(float64(ra)*m.cfg.RetryAfterSpread*m.rand(s)), m.cfg.RetryAfterCap)
 	if next == fsm.Watching {
 		d = max(ra, m.guardResumeRV(s, e, d))
 	}
