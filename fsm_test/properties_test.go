@@ -159,10 +159,8 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 					lo, hi := want, want
 					if honoured && cfg.RetryAfterSpread > 0 {
 						hi = min(want+time.Duration(float64(want)*cfg.RetryAfterSpread), cfg.RetryAfterCap)
-						if st.after.Next == fsm.Watching {
-							if age := st.gen.event.Now.Sub(st.before.RVAdvancedAt); age < cfg.ResumeRVLifetime {
-								hi = max(want, min(hi, max(transitions.MinResumeWait, cfg.ResumeRVLifetime-age)))
-							}
+						if limit, on := resumeGuard(cfg, st); on {
+							hi = max(want, min(hi, limit))
 						}
 					}
 					if c.Delay < lo || c.Delay > hi {
@@ -177,10 +175,8 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 				}
 				lo, hi := bounds(cfg, st.before.Attempt)
 				guard := func(d time.Duration) time.Duration {
-					if st.after.Next == fsm.Watching {
-						if age := st.gen.event.Now.Sub(st.before.RVAdvancedAt); age < cfg.ResumeRVLifetime {
-							d = min(d, max(transitions.MinResumeWait, cfg.ResumeRVLifetime-age))
-						}
+					if limit, on := resumeGuard(cfg, st); on {
+						d = min(d, limit)
 					}
 					return max(d, transitions.MinWait)
 				}
@@ -196,6 +192,20 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 	})
 }
 
+// resumeGuard is the longest a re-watch armed at st may wait under docs/semantics.md's
+// resume-RV age guard, max(1 s, lifetime − age); on is false when the guard does not apply (the
+// wait leads elsewhere, or the RV has outlived its lifetime).
+func resumeGuard(cfg transitions.Config, st runStep) (limit time.Duration, on bool) {
+	if st.after.Next != fsm.Watching {
+		return 0, false
+	}
+	age := st.gen.event.Now.Sub(st.before.RVAdvancedAt)
+	if age >= cfg.ResumeRVLifetime {
+		return 0, false
+	}
+	return max(transitions.MinResumeWait, cfg.ResumeRVLifetime-age), true
+}
+
 // docs/semantics.md "resume-RV age guard": while the resume RV is younger than its lifetime, no
 // re-watch waits longer than max(1 s, lifetime − age), unless the server asked for longer.
 func TestPropertyRewatchWaitsWithinResumeLifetime(t *testing.T) {
@@ -203,16 +213,15 @@ func TestPropertyRewatchWaitsWithinResumeLifetime(t *testing.T) {
 		r := drawRun(t)
 		cfg := r.m.Config()
 		for i, st := range r.steps {
-			if !has(st.commands, fsm.CmdArmTimer) || st.after.Next != fsm.Watching || st.gen.retryAfter >= transitions.MinRetryAfter {
+			if !has(st.commands, fsm.CmdArmTimer) || st.gen.retryAfter >= transitions.MinRetryAfter {
 				continue
 			}
-			age := st.gen.event.Now.Sub(st.before.RVAdvancedAt)
-			if age >= cfg.ResumeRVLifetime {
+			limit, on := resumeGuard(cfg, st)
+			if !on {
 				continue
 			}
-			limit := max(transitions.MinResumeWait, cfg.ResumeRVLifetime-age)
 			if d := st.commands[len(st.commands)-1].Delay; d > limit {
-				t.Fatalf("step %d: re-watch waits %v with the resume RV %v old; at most %v", i, d, age, limit)
+				t.Fatalf("step %d: re-watch waits %v with the resume RV %v old; at most %v", i, d, st.gen.event.Now.Sub(st.before.RVAdvancedAt), limit)
 			}
 		}
 	})

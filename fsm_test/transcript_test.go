@@ -125,13 +125,10 @@ func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 }
 
 func summary(c transitions.Config) string {
-	if c.PageRelists {
-		return summaryOf(c) + " page-relists=true"
-	}
-	return summaryOf(c)
-}
-
-func summaryOf(c transitions.Config) string {
-	return fmt.Sprintf("backoff=%+v internal-window=%v internal-rewatches=%d resume-rv-lifetime=%v retry-after-cap=%v retry-after-spread=%v page-size=%d watch-list=%v",
+	out := fmt.Sprintf("backoff=%+v internal-window=%v internal-rewatches=%d resume-rv-lifetime=%v retry-after-cap=%v retry-after-spread=%v page-size=%d watch-list=%v",
 		c.Backoff, c.InternalErrorWindow, c.InternalErrorRewatches, c.ResumeRVLifetime, c.RetryAfterCap, c.RetryAfterSpread, c.PageSize, c.WatchList)
+	if c.PageRelists {
+		out += " page-relists=true"
+	}
+	return out
 }
