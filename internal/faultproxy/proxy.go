@@ -161,8 +161,10 @@ func (p *Proxy) Close() {
 	p.wg.Wait()
 }
 
-// begin records a request and picks the fault that applies to it.
-func (p *Proxy) begin(r *http.Request) (*Record, Fault) {
+// begin records a request and picks the fault that applies to it. The rule
+// chosen is only reserved: the firing counts once the fault reaches the
+// client (firing.deliver), and is given back if it never does.
+func (p *Proxy) begin(r *http.Request) *firing {
 	q := r.URL.Query()
 	rec := &Record{
 		Kind:            classify(r),
@@ -175,18 +177,54 @@ func (p *Proxy) begin(r *http.Request) (*Record, Fault) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.records = append(p.records, rec)
-	var chosen *Handle
+	fr := &firing{p: p, rec: rec}
 	for _, h := range p.rules {
-		if h.offer(rec.Kind, rec.Path) && chosen == nil {
-			chosen = h
+		if h.offer(rec.Kind, rec.Path) && fr.h == nil {
+			fr.h = h
 		}
 	}
-	if chosen == nil {
-		return rec, Fault{}
+	if fr.h != nil {
+		fr.h.pending++
+		fr.Fault = fr.h.rule.Fault
 	}
-	chosen.fired++
-	rec.Fault = chosen.rule.Fault.String()
-	return rec, chosen.rule.Fault
+	return fr
+}
+
+// firing is one request's fault, from the moment its rule was chosen to the
+// moment it reached the client or the request ended without it.
+type firing struct {
+	Fault
+	p       *Proxy
+	h       *Handle
+	rec     *Record
+	settled bool
+}
+
+// deliver counts the fault as fired: it has reached the client.
+func (fr *firing) deliver() { fr.settle(true, "") }
+
+// skip gives the rule's turn back and notes why on the record.
+func (fr *firing) skip(why string) { fr.settle(false, why) }
+
+// release gives the rule's turn back if the fault was never delivered (the
+// stream ended before its After* conditions, or the client went away).
+func (fr *firing) release() { fr.settle(false, "") }
+
+func (fr *firing) settle(delivered bool, why string) {
+	if fr.h == nil || fr.settled {
+		return
+	}
+	fr.settled = true
+	fr.p.update(func() {
+		fr.h.pending--
+		switch {
+		case delivered:
+			fr.h.fired++
+			fr.rec.Fault = fr.Fault.String()
+		case why != "":
+			fr.rec.Fault = fr.Fault.String() + " (" + why + ")"
+		}
+	})
 }
 
 // update changes a record under the lock so Requests never sees a torn one.
@@ -208,7 +246,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.wg.Add(1)
 	p.mu.Unlock()
 	defer p.wg.Done()
-	rec, f := p.begin(r)
+	f := p.begin(r)
+	defer f.release()
+	rec := f.rec
 
 	switch f.act {
 	case actRespond:
@@ -225,8 +265,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(int(st.Code))
 		_, _ = w.Write(enc.status(st))
 		p.update(func() { rec.Status = int(st.Code) })
+		f.deliver()
 		return
 	case actRefuse:
+		f.deliver()
 		abort(w, true)
 		return
 	}
@@ -250,6 +292,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			t.Stop()
 			return
 		}
+		f.deliver()
 	}
 
 	copyHeader(w.Header(), resp.Header)
@@ -262,15 +305,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// Frame boundaries are unknown (CBOR, say): relay the bytes
 			// untouched rather than cut the stream at an arbitrary point.
 			if f.act != actPass && f.act != actDelay {
-				p.update(func() { rec.Fault += " (skipped: not a JSON or protobuf stream; see Config.ForceJSON)" })
+				f.skip("skipped: not a JSON or protobuf stream; see Config.ForceJSON")
 			}
-			relayBody(w, resp, Fault{})
+			relayBody(ctx, w, resp, nil)
 			return
 		}
-		p.relayWatch(ctx, w, resp, rec, f, enc)
+		p.relayWatch(ctx, w, resp, f, enc)
 		return
 	}
-	relayBody(w, resp, f)
+	relayBody(ctx, w, resp, f)
 }
 
 // outgoing builds the upstream request: same method, path, query, headers
@@ -315,11 +358,17 @@ func copyHeader(dst, src http.Header) {
 	}
 }
 
-// relayBody copies a non-watch response, applying Reset or Truncate.
-func relayBody(w http.ResponseWriter, resp *http.Response, f Fault) {
-	switch f.act {
+// relayBody copies a non-watch response, applying Reset, Truncate or Stall
+// (f nil: none).
+func relayBody(ctx context.Context, w http.ResponseWriter, resp *http.Response, f *firing) {
+	act := actPass
+	if f != nil {
+		act = f.act
+	}
+	switch act {
 	case actReset:
 		flush(w)
+		f.deliver()
 		abort(w, true)
 		return
 	case actTruncate:
@@ -328,7 +377,13 @@ func relayBody(w http.ResponseWriter, resp *http.Response, f Fault) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 		_, _ = w.Write(b[:len(b)/2])
 		flush(w)
+		f.deliver()
 		abort(w, false)
+		return
+	case actStall:
+		flush(w)
+		f.deliver()
+		<-ctx.Done()
 		return
 	}
 	buf := make([]byte, 32*1024)

@@ -30,17 +30,19 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const listBody = `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[{"metadata":{"name":"a","namespace":"default","resourceVersion":"9"}}]}`
 
 // upstream is a fake API server: a fixed LIST, and watches that send
-// `burst` events at once and then one more event per value on more.
+// `burst` events at once and then one more event per value on more, until a
+// value on end ends the stream as the server's timeout would.
 type upstream struct {
 	srv      *httptest.Server
 	requests atomic.Int32
 	burst    int
 	more     chan struct{}
+	end      chan struct{}
 	accept   chan string
 }
 
 func newUpstream(t *testing.T, burst int) *upstream {
-	u := &upstream{burst: burst, more: make(chan struct{}), accept: make(chan string, 100)}
+	u := &upstream{burst: burst, more: make(chan struct{}), end: make(chan struct{}), accept: make(chan string, 100)}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.requests.Add(1)
 		u.accept <- r.Header.Get("Accept")
@@ -70,6 +72,8 @@ func newUpstream(t *testing.T, burst int) *upstream {
 				if !send() {
 					return
 				}
+			case <-u.end:
+				return
 			case <-r.Context().Done():
 				return
 			}
@@ -319,6 +323,69 @@ func TestResetMidStream(t *testing.T) {
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, io.EOF, "a reset must not look like a clean end of stream")
 	assert.Equal(t, "reset after 2 events", p.Requests()[0].Fault)
+}
+
+// A stream fault counts as fired when it reaches the client. A watch that
+// ends before the fault's After* conditions never saw it: the rule is not
+// spent, and the next watch gets the fault.
+func TestRuleFiresWhenDelivered(t *testing.T) {
+	u := newUpstream(t, 1)
+	p, c := newProxy(t, u, false)
+	h := p.AddRule(Rule{Kind: Watch, Fault: Reset().AfterEvents(2)})
+
+	_, dec := openWatch(t, c, p, "10")
+	next(t, dec)
+	assert.Zero(t, h.Fired(), "chosen, not yet delivered")
+	u.end <- struct{}{} // the server ends the stream before the second event
+	var ev event
+	require.ErrorIs(t, dec.Decode(&ev), io.EOF, "the stream ended cleanly, without the fault")
+	require.Eventually(t, func() bool { return len(p.Requests()) == 1 && p.Requests()[0].Status == 200 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return h.pending == 0
+	}, 5*time.Second, time.Millisecond, "the turn is given back when the handler ends")
+	assert.Zero(t, h.Fired())
+	assert.Empty(t, p.Requests()[0].Fault, "nothing was applied to the first watch")
+
+	_, dec = openWatch(t, c, p, "11")
+	next(t, dec)
+	u.more <- struct{}{}
+	next(t, dec)
+	require.Error(t, dec.Decode(&ev), "the second watch gets the reset")
+	assert.Equal(t, 1, h.Fired())
+	assert.Equal(t, "reset after 2 events", p.Requests()[1].Fault)
+}
+
+// A stall keeps the stream open and relays nothing more, whatever the
+// server sends, until the client gives up.
+func TestStallKeepsStreamOpenAndSilent(t *testing.T) {
+	u := newUpstream(t, 1)
+	p, _ := newProxy(t, u, false)
+	h := p.AddRule(Rule{Kind: Watch, Fault: Stall().AfterEvents(1)})
+	ctr := &http.Transport{}
+	t.Cleanup(ctr.CloseIdleConnections)
+	c := &http.Client{Transport: ctr} // no timeout: only the stall may hold the read
+	resp, dec := openWatch(t, c, p, "10")
+	require.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "ADDED", next(t, dec).Type)
+	require.Eventually(t, func() bool { return h.Fired() == 1 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, "stall after 1 events", p.Requests()[0].Fault)
+
+	read := make(chan error, 1)
+	go func() {
+		var ev event
+		read <- dec.Decode(&ev)
+	}()
+	u.more <- struct{}{} // the server goes on; the proxy relays nothing of it
+	select {
+	case err := <-read:
+		t.Fatalf("a stalled stream delivered something: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	resp.Body.Close() // the client gives up
+	require.Error(t, <-read)
+	assert.Equal(t, 1, p.Requests()[0].Events, "the frame after the stall was not relayed")
 }
 
 func TestResetOnListAfterHeaders(t *testing.T) {

@@ -17,6 +17,7 @@ const (
 	actInject
 	actReset
 	actTruncate
+	actStall
 )
 
 // Fault is what happens to a request a Rule matches. Build one with Respond,
@@ -57,6 +58,15 @@ func Delay(d time.Duration) Fault { return Fault{act: actDelay, delay: d} }
 // connection reset before the watch opened.
 func Refuse() Fault { return Fault{act: actRefuse} }
 
+// Stall stops relaying without closing anything: the client keeps an open
+// connection on which nothing more arrives — no events, no bookmarks — as
+// behind a load balancer that lost its backend without telling the client.
+// On a watch it begins after the After* conditions (default: once the
+// stream is open, before any event); on anything else after the response
+// headers. The stalled request ends only when the client gives up or the
+// proxy closes.
+func Stall() Fault { return Fault{act: actStall} }
+
 // WithHeader adds a response header to a Respond fault (e.g. Retry-After,
 // which the API server sets independently of details.retryAfterSeconds).
 func (f Fault) WithHeader(key, value string) Fault {
@@ -91,6 +101,8 @@ func (f Fault) String() string {
 		return "reset" + f.when()
 	case actTruncate:
 		return "truncate" + f.when()
+	case actStall:
+		return "stall" + f.when()
 	}
 	return ""
 }
@@ -110,9 +122,15 @@ func (f Fault) when() string {
 }
 
 // Rule scripts a fault. Rules are tried in the order they were added; the
-// first one that is due fires. Every rule counts every request it matches,
-// even when an earlier rule fires for it, so Nth always refers to the
-// position among all matching requests.
+// first one that is due is applied. Every rule counts every request it
+// matches, even when an earlier rule is applied to it, so Nth always refers
+// to the position among all matching requests.
+//
+// A rule has fired when its fault reached the client, not when it was
+// chosen: a stream fault waits for its After* conditions, and a stream that
+// ends first (the server's timeout, the client going away) never saw it.
+// Such a request gives its turn back, so a rule with Times n is delivered n
+// times whatever happens to the streams it was chosen for.
 type Rule struct {
 	// Kind to match; Any matches all.
 	Kind Kind
@@ -129,13 +147,16 @@ type Rule struct {
 
 // Handle reports on a rule added to a Proxy.
 type Handle struct {
-	rule  Rule
-	seen  int
-	fired int
-	p     *Proxy
+	rule Rule
+	seen int
+	// pending counts requests the rule was chosen for whose fault has not
+	// been delivered yet; fired those whose fault has.
+	pending int
+	fired   int
+	p       *Proxy
 }
 
-// Fired is how many requests the rule has been applied to.
+// Fired is how many times the rule's fault has reached a client.
 func (h *Handle) Fired() int {
 	h.p.mu.Lock()
 	defer h.p.mu.Unlock()
@@ -160,5 +181,5 @@ func (h *Handle) offer(k Kind, path string) bool {
 	if times == 0 {
 		times = 1
 	}
-	return times < 0 || h.fired < times
+	return times < 0 || h.fired+h.pending < times
 }
