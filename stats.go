@@ -102,6 +102,10 @@ type counter struct {
 
 	armedAt     time.Time
 	armedReason fsm.Cause
+	// storeFailed: a command failed (the store refused a Replace or an object) and the
+	// reflector is stopping. Synced keeps the value it had before: the machine's snapshot
+	// says synced as soon as it asks for the Replace, not once the store has taken it.
+	storeFailed bool
 }
 
 func newCounter(m Metrics, store Store) *counter {
@@ -114,7 +118,13 @@ func (c *counter) observe(t driver.Transition) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := &c.st
-	st.State, st.LastResourceVersion, st.Synced = t.To, t.Snapshot.LastRV, t.Snapshot.Synced
+	st.State, st.LastResourceVersion = t.To, t.Snapshot.LastRV
+	if t.Err != nil {
+		c.storeFailed = true
+	}
+	if !c.storeFailed {
+		st.Synced = t.Snapshot.Synced
+	}
 	if t.Event.Kind == fsm.EvWatchEvent && t.Cause == fsm.CauseWatchEvent {
 		st.WatchEvents++
 		if c.metrics != nil {

@@ -2,6 +2,7 @@ package rewatch_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -160,4 +161,27 @@ func TestHasSyncedWaitsForReplace(t *testing.T) {
 	require.Equal(t, 3, store.Len(), "synced, so the initial state is in the store")
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// refusingStore fails every Replace, as a store that cannot take the initial state would.
+type refusingStore struct{ *driver.MemStore }
+
+var errStoreFull = errors.New("store full")
+
+func (refusingStore) Replace([]any, string) error { return errStoreFull }
+
+// docs/semantics.md "Visibility": a Replace that failed synced nothing. The reflector stops with
+// the store's error, and HasSynced stays false: the machine had marked the state synced when it
+// asked for the Replace, but the store never took it.
+func TestHasSyncedStaysFalseAfterFailedReplace(t *testing.T) {
+	p := faultyServer(t)
+	cfg := fastConfig(p.URL())
+	cfg.Store = refusingStore{driver.NewMemStore()}
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	r, err := rewatch.New(cfg)
+	require.NoError(t, err)
+	err = r.Run(context.Background())
+	require.ErrorIs(t, err, errStoreFull)
+	require.False(t, r.HasSynced(), "synced although the store refused the initial state")
+	require.False(t, r.Stats().Synced)
 }

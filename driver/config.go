@@ -60,6 +60,11 @@ type Transition struct {
 	// Commands is only valid until Observe returns: the driver reuses its backing array so
 	// that the hot path allocates nothing. Copy it to keep it.
 	Commands []fsm.Command
+	// Err is the error of the command that failed (a store that refused a Replace or an
+	// object); the commands after it did not run, and the reflector stops. The Snapshot is
+	// the machine's, which assumed every command would succeed: with Err set, its Synced does
+	// not mean the store holds the state.
+	Err error
 }
 
 // Observer is told of every event the machine takes.

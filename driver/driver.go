@@ -105,7 +105,7 @@ func (d *driver) handle(e fsm.Event) {
 			break
 		}
 	}
-	d.record(e, from, cause)
+	d.record(e, from, cause, err)
 	clear(d.out) // drop references to objects now in the store
 	if err != nil {
 		d.fail(err)
@@ -125,8 +125,8 @@ func (d *driver) fail(err error) {
 	d.stopped = true
 }
 
-func (d *driver) record(e fsm.Event, from fsm.State, cause fsm.Cause) {
-	t := Transition{Event: e, From: from, To: d.s.State, Cause: cause, Snapshot: d.s, Commands: d.out}
+func (d *driver) record(e fsm.Event, from fsm.State, cause fsm.Cause, err error) {
+	t := Transition{Event: e, From: from, To: d.s.State, Cause: cause, Snapshot: d.s, Commands: d.out, Err: err}
 	for _, o := range d.cfg.Observers {
 		if err := o.Observe(t); err != nil && d.err == nil {
 			d.err = fmt.Errorf("observer: %w", err)
