@@ -275,7 +275,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	resp, err := p.transport.RoundTrip(p.outgoing(ctx, r))
+	out := p.outgoing(ctx, r)
+	if f.act == actCorruptContinue {
+		if q := out.URL.Query(); q.Get("continue") != "" {
+			q.Set("continue", corruptToken)
+			out.URL.RawQuery = q.Encode()
+			f.deliver()
+		}
+	}
+	resp, err := p.transport.RoundTrip(out)
 	if err != nil {
 		// What a client sees when the server's own upstream is unreachable.
 		http.Error(w, fmt.Sprintf("faultproxy: upstream: %v", err), http.StatusBadGateway)

@@ -667,3 +667,32 @@ func TestCBORWatchFaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, metav1.StatusReasonExpired, st.Reason)
 }
+
+// CorruptContinue reaches upstream with an unreadable token, only on a
+// continuation page: a first page passes untouched and does not spend it.
+func TestCorruptContinue(t *testing.T) {
+	var mu sync.Mutex
+	var tokens []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		tokens = append(tokens, r.URL.Query().Get("continue"))
+		mu.Unlock()
+		_, _ = io.WriteString(w, listBody)
+	}))
+	t.Cleanup(srv.Close)
+	p, err := New(Config{Upstream: srv.URL})
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	h := p.AddRule(Rule{Kind: List, Fault: CorruptContinue()})
+	for _, q := range []string{"limit=1", "limit=1&continue=abc", "limit=1&continue=abc"} {
+		resp, err := http.Get(p.URL() + "/api/v1/configmaps?" + q)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"", corruptToken, "abc"}, tokens)
+	assert.Equal(t, 1, h.Fired())
+	assert.Equal(t, "corrupt continue token", p.Requests()[1].Fault)
+}

@@ -18,6 +18,7 @@ const (
 	actReset
 	actTruncate
 	actStall
+	actCorruptContinue
 )
 
 // Fault is what happens to a request a Rule matches. Build one with Respond,
@@ -67,6 +68,16 @@ func Refuse() Fault { return Fault{act: actRefuse} }
 // proxy closes.
 func Stall() Fault { return Fault{act: actStall} }
 
+// CorruptContinue forwards a LIST continuation page with its continue
+// token replaced by one no server can read, so the server itself answers
+// (kube-apiserver: 400 BadRequest, "continue key is not valid"). A request
+// without a continue token passes untouched and does not count as a firing.
+func CorruptContinue() Fault { return Fault{act: actCorruptContinue} }
+
+// corruptToken is the token CorruptContinue sends: not base64, so not a
+// continue key of any kube-apiserver.
+const corruptToken = "not-a-continue-token!"
+
 // WithHeader adds a response header to a Respond fault (e.g. Retry-After,
 // which the API server sets independently of details.retryAfterSeconds).
 func (f Fault) WithHeader(key, value string) Fault {
@@ -103,6 +114,8 @@ func (f Fault) String() string {
 		return "truncate" + f.when()
 	case actStall:
 		return "stall" + f.when()
+	case actCorruptContinue:
+		return "corrupt continue token"
 	}
 	return ""
 }
