@@ -39,3 +39,19 @@ func SetObject(e *fsm.Event, obj any) error {
 	}
 	return nil
 }
+
+// ItemKey is the namespace/name key and resourceVersion of one item of a full state (a LIST
+// item). An item without metadata or without a name is an error, as for a watch event.
+func ItemKey(obj any) (key, resourceVersion string, err error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", "", fmt.Errorf("list item without metadata: %w", err)
+	}
+	if m.GetName() == "" {
+		return "", "", fmt.Errorf("list item without a name")
+	}
+	if ns := m.GetNamespace(); ns != "" {
+		return ns + "/" + m.GetName(), m.GetResourceVersion(), nil
+	}
+	return m.GetName(), m.GetResourceVersion(), nil
+}

@@ -37,7 +37,12 @@ type unstructuredDecoder struct{}
 
 func (unstructuredDecoder) MediaTypes() []string { return []string{MediaCBOR, MediaJSON} }
 
-func (unstructuredDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
+func (d unstructuredDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
+	if mediaType == MediaJSON {
+		return collectList(func(r io.Reader, item func(any) error) (string, string, error) {
+			return d.DecodeListStream(mediaType, r, item)
+		}, bytes.NewReader(body))
+	}
 	var l unstructured.UnstructuredList
 	if err := decodeUnstructured(mediaType, body, &l); err != nil {
 		return nil, "", "", err
@@ -111,10 +116,9 @@ func (t typedDecoder) decode(mediaType string, raw []byte) (runtime.Object, erro
 }
 
 func (t typedDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
-	if items, rv, cont, err := decodeProtobufListItems(t.scheme, mediaType, body); !errors.Is(err, errNotStreamable) {
-		return items, rv, cont, err
-	}
-	return t.decodeWholeList(mediaType, body)
+	return collectList(func(r io.Reader, item func(any) error) (string, string, error) {
+		return t.DecodeListStream(mediaType, r, item)
+	}, bytes.NewReader(body))
 }
 
 // decodeWholeList decodes the list in one piece, then copies each item into an allocation of
@@ -153,10 +157,14 @@ type metadataDecoder struct{}
 
 func (metadataDecoder) MediaTypes() []string { return []string{MediaProtobuf, MediaJSON} }
 
-func (metadataDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
-	if items, rv, cont, err := decodeProtobufListItems(wireScheme, mediaType, body); !errors.Is(err, errNotStreamable) {
-		return items, rv, cont, err
-	}
+func (d metadataDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
+	return collectList(func(r io.Reader, item func(any) error) (string, string, error) {
+		return d.DecodeListStream(mediaType, r, item)
+	}, bytes.NewReader(body))
+}
+
+// decodeWholeMetadataList decodes a PartialObjectMetadataList in one piece.
+func decodeWholeMetadataList(mediaType string, body []byte) ([]any, string, string, error) {
 	var l metav1.PartialObjectMetadataList
 	if err := decodeMetadata(mediaType, body, &l); err != nil {
 		return nil, "", "", err

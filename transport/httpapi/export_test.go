@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"io"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rewatch/rewatch/fsm"
@@ -41,4 +43,41 @@ type ListResultForTest struct {
 	Items        []any
 	RV, Continue string
 	Err          error
+}
+
+// DecodeListBothWaysForTest decodes a LIST body in the given media type with the named
+// decoder ("typed", "metadata", "unstructured") item by item from a stream and in one piece,
+// so that a test can hold the two to the same result.
+func DecodeListBothWaysForTest(decoder, mediaType string, body []byte) (streamed, whole ListResultForTest) {
+	var d ListStreamDecoder
+	var decodeWhole func([]byte) ([]any, string, string, error)
+	switch decoder {
+	case "typed":
+		td := Typed(scheme.Scheme).(typedDecoder)
+		d, decodeWhole = td, func(b []byte) ([]any, string, string, error) { return td.decodeWholeList(mediaType, b) }
+	case "metadata":
+		d, decodeWhole = metadataDecoder{}, func(b []byte) ([]any, string, string, error) { return decodeWholeMetadataList(mediaType, b) }
+	default:
+		d, decodeWhole = unstructuredDecoder{}, func(b []byte) ([]any, string, string, error) {
+			var l unstructured.UnstructuredList
+			if err := decodeUnstructured(mediaType, b, &l); err != nil {
+				return nil, "", "", err
+			}
+			items := make([]any, len(l.Items))
+			for i := range l.Items {
+				items[i] = &unstructured.Unstructured{Object: l.Items[i].Object}
+			}
+			return items, l.GetResourceVersion(), l.GetContinue(), nil
+		}
+	}
+	streamed.Items = []any{}
+	streamed.RV, streamed.Continue, streamed.Err = d.DecodeListStream(mediaType, bytes.NewReader(body), func(obj any) error {
+		streamed.Items = append(streamed.Items, obj)
+		return nil
+	})
+	if streamed.Err != nil {
+		streamed.Items = nil
+	}
+	whole.Items, whole.RV, whole.Continue, whole.Err = decodeWhole(body)
+	return streamed, whole
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -201,6 +202,52 @@ func TestHostileListBodies(t *testing.T) {
 			tr := r.waitCause(t, fsm.CauseListFailed, fsm.CauseListRejected)
 			require.NotEmpty(t, tr.Event.Failure.Message)
 			require.Positive(t, armed(tr))
+			require.NoError(t, r.clock.WaitForTimers(context.Background(), 1))
+			r.clock.Add(armed(tr))
+			r.waitCause(t, fsm.CauseListComplete)
+		})
+	}
+}
+
+// A LIST body that breaks off, grows past MaxListBytes, or holds an item that will not decode
+// fails the LIST — the connection's own failure for a cut, a decode failure for the others —
+// and the LIST is retried after a wait; never a panic, never a page taken for complete.
+func TestHostileStreamedListBodies(t *testing.T) {
+	big := `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[` +
+		strings.Repeat(`{"metadata":{"name":"a","namespace":"default","resourceVersion":"9"},"data":{"k":"`+strings.Repeat("x", 1000)+`"}},`, 20) +
+		`{"metadata":{"name":"b","namespace":"default","resourceVersion":"9"}}]}`
+	for name, c := range map[string]struct {
+		list      func(http.ResponseWriter)
+		mod       func(*httpapi.Config)
+		transport fsm.Transport
+		message   string
+	}{
+		"cut midway": {list: func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(big)))
+			fmt.Fprint(w, big[:len(big)/2])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the server drops the connection mid-body
+		}, transport: fsm.EOF, message: "unexpected EOF"},
+		"over MaxListBytes": {list: func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, big)
+		}, mod: func(c *httpapi.Config) { c.MaxListBytes = 4096 }, transport: fsm.Decode, message: "exceeds 4096 bytes"},
+		"malformed item": {list: func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"]}]}`)
+		}, transport: fsm.Decode, message: `field "items": invalid character`},
+		"no name": {list: func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[{"metadata":{"namespace":"a"}}]}`)
+		}, transport: fsm.Decode, message: "without a name"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runAgainst(t, &scripted{list: c.list, watch: []func(http.ResponseWriter){hang}}, c.mod)
+			tr := r.waitCause(t, fsm.CauseListFailed, fsm.CauseListComplete)
+			require.Equal(t, fsm.CauseListFailed, tr.Cause)
+			require.Equal(t, c.transport, tr.Event.Failure.Transport)
+			require.Contains(t, tr.Event.Failure.Message, c.message)
 			require.NoError(t, r.clock.WaitForTimers(context.Background(), 1))
 			r.clock.Add(armed(tr))
 			r.waitCause(t, fsm.CauseListComplete)

@@ -1,17 +1,14 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // A protobuf LIST body is the API server's envelope (the magic number, then a runtime.Unknown
@@ -19,10 +16,10 @@ import (
 // raw bytes out of the body, decodes the whole list, and the caller then copies every item out
 // of the list's array so that one cached object does not pin the others: at the moment of the
 // copy the body, its copy, the array and the copies are all alive. Reading the envelope's and
-// the list's fields one by one and unmarshalling each item into its own allocation with
-// its generated Unmarshal keeps only the body and the items (the initial sync's peak heap,
-// bench/RESULTS.md "Wire formats"). Field numbers come from the list type's protobuf tags, not
-// from assumptions; a list type without them is decoded the general way.
+// the list's fields one by one from the stream (protobuf_stream.go) and unmarshalling each item
+// into its own allocation with its generated Unmarshal keeps one item's bytes and the items
+// (bench/RESULTS.md, "Relists"). Field numbers come from the list type's protobuf tags, not from
+// assumptions; a list type without them is decoded the general way.
 
 // errNotStreamable says a body or list type does not fit the item-by-item decode; the caller
 // falls back to apimachinery's whole-list decode, which also produces the better error.
@@ -78,45 +75,6 @@ func protobufFieldNumber(tag reflect.StructTag) fieldNumber {
 		return 0
 	}
 	return fieldNumber(n)
-}
-
-// unknownEnvelope is the part of runtime.Unknown the decode needs; raw aliases the body.
-type unknownEnvelope struct {
-	gvk             schema.GroupVersionKind
-	raw             []byte
-	contentEncoding string
-}
-
-func readEnvelope(body []byte) (unknownEnvelope, error) {
-	var env unknownEnvelope
-	b, ok := bytes.CutPrefix(body, protobufMagic)
-	if !ok {
-		return env, errNotStreamable
-	}
-	err := eachField(b, func(num fieldNumber, v []byte) error {
-		switch num {
-		case 1: // typeMeta
-			return eachField(v, func(num fieldNumber, v []byte) error {
-				switch num {
-				case 1:
-					gv, err := schema.ParseGroupVersion(string(v))
-					if err != nil {
-						return err
-					}
-					env.gvk.Group, env.gvk.Version = gv.Group, gv.Version
-				case 2:
-					env.gvk.Kind = string(v)
-				}
-				return nil
-			})
-		case 2:
-			env.raw = v
-		case 3:
-			env.contentEncoding = string(v)
-		}
-		return nil
-	})
-	return env, err
 }
 
 // fieldNumber is a protobuf field's number.
@@ -177,48 +135,4 @@ func eachField(b []byte, fn func(fieldNumber, []byte) error) error {
 		b = b[skip:]
 	}
 	return nil
-}
-
-// decodeProtobufListItems decodes a protobuf LIST body item by item. It returns
-// errNotStreamable when the body is not protobuf or its kind is not a list type of scheme with
-// a protobuf layout.
-func decodeProtobufListItems(scheme *runtime.Scheme, mediaType string, body []byte) ([]any, string, string, error) {
-	if mediaType != MediaProtobuf {
-		return nil, "", "", errNotStreamable
-	}
-	env, err := readEnvelope(body)
-	if err != nil {
-		// A body whose envelope does not read is for apimachinery's decoder to name.
-		return nil, "", "", errNotStreamable
-	}
-	if env.contentEncoding != "" || env.gvk.Kind == "" {
-		return nil, "", "", errNotStreamable
-	}
-	list, err := scheme.New(env.gvk)
-	if err != nil {
-		return nil, "", "", errNotStreamable
-	}
-	layout, ok := listLayout(list)
-	if !ok {
-		return nil, "", "", errNotStreamable
-	}
-	var lm metav1.ListMeta
-	items := []any{}
-	err = eachField(env.raw, func(num fieldNumber, v []byte) error {
-		switch num {
-		case layout.metaField:
-			return lm.Unmarshal(v)
-		case layout.itemsField:
-			item := reflect.New(layout.item).Interface()
-			if err := item.(protoUnmarshaler).Unmarshal(v); err != nil {
-				return fmt.Errorf("item %d of the %s: %w", len(items), env.gvk.Kind, err)
-			}
-			items = append(items, item)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, "", "", fmt.Errorf("decoding the %s: %w", env.gvk.Kind, err)
-	}
-	return items, lm.ResourceVersion, lm.Continue, nil
 }

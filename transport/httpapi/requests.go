@@ -47,10 +47,26 @@ func (t *Transport) accept(c *fsm.Command) string {
 // List performs the LIST page request c asks for and returns what came back: EvListPage or
 // EvListFailed. ok is false when ctx ended first; then there is nothing to report.
 func (t *Transport) List(ctx context.Context, c fsm.Command) (e fsm.Event, ok bool) {
-	failed := func(f *fsm.Failure) (fsm.Event, bool) {
-		return fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: f}, ctx.Err() == nil
+	items := []any{}
+	e = t.list(ctx, &c, func(obj any, _, _ string) error {
+		items = append(items, obj)
+		return nil
+	})
+	if e.Kind == fsm.EvListPage {
+		e.Items, e.ItemCount = items, len(items)
 	}
-	resp, err := t.get(ctx, &c)
+	return e, ctx.Err() == nil
+}
+
+// list performs the LIST page request c asks for, decoding the body as it arrives and handing
+// each item to item; it returns the EvListPage (without items) or EvListFailed that ends it.
+// The body is read through a bound of MaxListBytes; a body cut midway fails as the read that
+// cut it, a body that does not decode as a decode error.
+func (t *Transport) list(ctx context.Context, c *fsm.Command, item func(obj any, key, rv string) error) fsm.Event {
+	failed := func(f *fsm.Failure) fsm.Event {
+		return fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: f}
+	}
+	resp, err := t.get(ctx, c)
 	if err != nil {
 		return failed(transport.Failure(err))
 	}
@@ -58,18 +74,62 @@ func (t *Transport) List(ctx context.Context, c fsm.Command) (e fsm.Event, ok bo
 	if resp.StatusCode != http.StatusOK {
 		return failed(failureFromResponse(resp, t.cfg.Clock.Now()))
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, t.cfg.MaxListBytes+1))
+	body := &listBody{r: resp.Body, max: t.cfg.MaxListBytes}
+	rv, cont, err := decodeListStream(t.cfg.Decoder, t.answered(resp), body, func(obj any) error {
+		key, rv, err := transport.ItemKey(obj)
+		if err != nil {
+			return &itemFailure{transport.Failure(&fsm.DecodeError{Err: err})}
+		}
+		return item(obj, key, rv)
+	})
+	var itemErr *itemFailure
 	switch {
-	case err != nil:
-		return failed(transport.Failure(err))
-	case int64(len(body)) > t.cfg.MaxListBytes:
+	case err == nil:
+		return fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: rv, Continue: cont}
+	case errors.As(err, &itemErr):
+		return failed(itemErr.f)
+	case errors.Is(body.err, errListTooLarge):
 		return failed(transport.Failure(&fsm.DecodeError{Err: fmt.Errorf("LIST response exceeds %d bytes", t.cfg.MaxListBytes)}))
+	case body.err != nil:
+		return failed(transport.Failure(body.err))
 	}
-	items, rv, cont, err := t.cfg.Decoder.DecodeList(t.answered(resp), body)
-	if err != nil {
-		return failed(transport.Failure(&fsm.DecodeError{Err: fmt.Errorf("LIST response: %w (%s)", err, printable(body, 80))}))
+	return failed(transport.Failure(&fsm.DecodeError{Err: fmt.Errorf("LIST response: %w", err)}))
+}
+
+// itemFailure is an item the decoder read but the transport could not pass on (an object
+// without a name); the LIST fails with it.
+type itemFailure struct{ f *fsm.Failure }
+
+func (e *itemFailure) Error() string { return e.f.Message }
+
+// errListTooLarge is the read error of a LIST body past MaxListBytes.
+var errListTooLarge = errors.New("LIST response too large")
+
+// listBody reads a LIST response body up to max bytes and keeps the first read error that was
+// not the body's end, so that a connection broken mid-body is told from a malformed body.
+type listBody struct {
+	r      io.Reader
+	n, max int64
+	err    error
+}
+
+func (b *listBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
 	}
-	return fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: rv, Continue: cont, Items: items, ItemCount: len(items)}, ctx.Err() == nil
+	if b.n > b.max {
+		b.err = errListTooLarge
+		return 0, b.err
+	}
+	if rest := b.max + 1 - b.n; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		b.err = err
+	}
+	return n, err
 }
 
 // Watch opens the watch c asks for and emits what happens — EvWatchOpenFailed, or EvWatchOpened

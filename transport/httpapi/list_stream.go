@@ -1,0 +1,223 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// ListStreamDecoder is a Decoder that reads a LIST body as it arrives, one item at a time, so
+// that neither the body nor the decoded list is held whole. The built-in decoders are all
+// ListStreamDecoders; the transport reads the whole body and calls DecodeList for any other.
+type ListStreamDecoder interface {
+	Decoder
+	// DecodeListStream reads a LIST body in the given media type from body, calls item with
+	// each item, in order, as it is decoded, and returns the list's resourceVersion and continue
+	// token once the body has been read to its end. An error from item ends the decode and is
+	// returned as it is.
+	DecodeListStream(mediaType string, body io.Reader, item func(obj any) error) (resourceVersion, continueToken string, err error)
+}
+
+var (
+	_ ListStreamDecoder = typedDecoder{}
+	_ ListStreamDecoder = metadataDecoder{}
+	_ ListStreamDecoder = unstructuredDecoder{}
+)
+
+// decodeListStream decodes a LIST body with d, item by item when d can.
+func decodeListStream(d Decoder, mediaType string, body io.Reader, item func(any) error) (string, string, error) {
+	if sd, ok := d.(ListStreamDecoder); ok {
+		return sd.DecodeListStream(mediaType, body, item)
+	}
+	return decodeWholeBody(d, mediaType, body, item)
+}
+
+// decodeWholeBody reads the body to its end and decodes it in one piece with DecodeList.
+func decodeWholeBody(d Decoder, mediaType string, body io.Reader, item func(any) error) (string, string, error) {
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return "", "", err
+	}
+	items, rv, cont, err := d.DecodeList(mediaType, b)
+	if err != nil {
+		return "", "", &listBodyError{err: err, body: b}
+	}
+	for i, obj := range items {
+		items[i] = nil // the store holds what it keeps; the slice need not
+		if err := item(obj); err != nil {
+			return "", "", err
+		}
+	}
+	return rv, cont, nil
+}
+
+// listBodyError is a decode error of a body read whole; it keeps the body's start for the
+// failure's message, as the transport reported before lists were streamed.
+type listBodyError struct {
+	err  error
+	body []byte
+}
+
+func (e *listBodyError) Error() string { return fmt.Sprintf("%v (%s)", e.err, printable(e.body, 80)) }
+func (e *listBodyError) Unwrap() error { return e.err }
+
+// collectList decodes a LIST body into a slice, for the DecodeList of a ListStreamDecoder.
+func collectList(decode func(io.Reader, func(any) error) (string, string, error), body io.Reader) ([]any, string, string, error) {
+	items := []any{}
+	rv, cont, err := decode(body, func(obj any) error { items = append(items, obj); return nil })
+	var whole *listBodyError
+	if errors.As(err, &whole) {
+		err = whole.err // the caller has the body
+	}
+	if err != nil {
+		return nil, "", "", err
+	}
+	return items, rv, cont, nil
+}
+
+func (t typedDecoder) DecodeListStream(mediaType string, body io.Reader, item func(any) error) (string, string, error) {
+	switch mediaType {
+	case MediaProtobuf:
+		rv, cont, rest, err := streamProtobufList(t.scheme, body, item)
+		if !errors.Is(err, errNotStreamable) {
+			return rv, cont, err
+		}
+		return decodeWholeBody(wholeListDecoder{t}, mediaType, rest, item)
+	case MediaJSON:
+		l, err := streamJSONList(body, func(l *jsonList, raw []byte) error {
+			obj, err := t.decodeJSONItem(l, raw)
+			if err != nil {
+				return err
+			}
+			return item(obj)
+		})
+		if err != nil {
+			return "", "", err
+		}
+		return l.meta.ResourceVersion, l.meta.Continue, nil
+	}
+	return "", "", only(mediaType, MediaProtobuf, MediaJSON)
+}
+
+// decodeJSONItem decodes one item of a typed JSON list into the list type's item type, as
+// decoding the whole list and copying its items out would.
+func (t typedDecoder) decodeJSONItem(l *jsonList, raw []byte) (any, error) {
+	gv, err := schema.ParseGroupVersion(l.apiVersion)
+	if err != nil {
+		return nil, err
+	}
+	list, err := t.scheme.New(gv.WithKind(l.kind))
+	if err != nil {
+		return nil, err
+	}
+	typ, ok := listItemType(list)
+	if !ok {
+		return nil, fmt.Errorf("list response is a %T, not a list", list)
+	}
+	obj := reflect.New(typ).Interface()
+	if err := jsonUnmarshalStrictCase(raw, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// listItemType is the item struct of a list type: T for Items []T or []*T.
+func listItemType(list runtime.Object) (reflect.Type, bool) {
+	t := reflect.TypeOf(list)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	f, ok := t.Elem().FieldByName("Items")
+	if !ok || f.Type.Kind() != reflect.Slice {
+		return nil, false
+	}
+	item := f.Type.Elem()
+	if item.Kind() == reflect.Pointer {
+		item = item.Elem()
+	}
+	return item, item.Kind() == reflect.Struct
+}
+
+// wholeListDecoder is a typed decoder that decodes lists only in one piece.
+type wholeListDecoder struct{ typedDecoder }
+
+func (w wholeListDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
+	return w.decodeWholeList(mediaType, body)
+}
+
+func (metadataDecoder) DecodeListStream(mediaType string, body io.Reader, item func(any) error) (string, string, error) {
+	switch mediaType {
+	case MediaProtobuf:
+		rv, cont, rest, err := streamProtobufList(wireScheme, body, item)
+		if !errors.Is(err, errNotStreamable) {
+			return rv, cont, err
+		}
+		return decodeWholeBody(wholeMetadataDecoder{}, mediaType, rest, item)
+	case MediaJSON:
+		l, err := streamJSONList(body, func(_ *jsonList, raw []byte) error {
+			m := &metav1.PartialObjectMetadata{}
+			if err := jsonUnmarshalStrictCase(raw, m); err != nil {
+				return err
+			}
+			return item(m)
+		})
+		if err != nil {
+			return "", "", err
+		}
+		return l.meta.ResourceVersion, l.meta.Continue, nil
+	}
+	return "", "", only(mediaType, MediaProtobuf, MediaJSON)
+}
+
+// wholeMetadataDecoder is the metadata decoder that decodes lists only in one piece.
+type wholeMetadataDecoder struct{ metadataDecoder }
+
+func (wholeMetadataDecoder) DecodeList(mediaType string, body []byte) ([]any, string, string, error) {
+	return decodeWholeMetadataList(mediaType, body)
+}
+
+func (unstructuredDecoder) DecodeListStream(mediaType string, body io.Reader, item func(any) error) (string, string, error) {
+	if mediaType != MediaJSON {
+		// CBOR lists are decoded in one piece: apimachinery's CBOR decoding has no streaming
+		// form, and kube-apiserver serves CBOR only behind a feature gate.
+		return decodeWholeBody(unstructuredDecoder{}, mediaType, body, item)
+	}
+	l, err := streamJSONList(body, func(l *jsonList, raw []byte) error {
+		obj, err := decodeUnstructuredItem(l, raw)
+		if err != nil {
+			return err
+		}
+		return item(obj)
+	})
+	if err == nil && l.kind == "" {
+		err = errors.New("Object 'Kind' is missing in the list")
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return l.meta.ResourceVersion, l.meta.Continue, nil
+}
+
+// decodeUnstructuredItem decodes one item of a JSON list as apimachinery's UnstructuredList
+// does: numbers as int64 where they are integers, and an item without kind and apiVersion (a
+// built-in type's list leaves them out) given the list's, with "List" cut from the kind.
+func decodeUnstructuredItem(l *jsonList, raw []byte) (*unstructured.Unstructured, error) {
+	m := map[string]any{}
+	if err := utiljson.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if u.GetKind() == "" && u.GetAPIVersion() == "" {
+		u.SetKind(strings.TrimSuffix(l.kind, "List"))
+		u.SetAPIVersion(l.apiVersion)
+	}
+	return u, nil
+}
