@@ -78,21 +78,6 @@ func failureOf(t driver.Transition) Failure {
 	return out
 }
 
-// rewatchCauses are failures a relist-on-error reflector would have answered with a LIST.
-var rewatchCauses = map[fsm.Cause]bool{
-	fsm.CauseTooManyRequests: true, fsm.CauseInternalErrorInWindow: true, fsm.CauseConnectFailed: true,
-	fsm.CauseStreamEndedQuickly: true,
-}
-
-// retryCauses are the causes counted as retries.
-var retryCauses = map[fsm.Cause]bool{
-	fsm.CauseTooManyRequests: true, fsm.CauseInternalErrorInWindow: true, fsm.CauseInternalErrorPastWindow: true,
-	fsm.CauseConnectFailed: true, fsm.CauseStreamEnded: true, fsm.CauseStreamEndedQuickly: true,
-	fsm.CauseExpired: true, fsm.CauseExpiredAgain: true, fsm.CauseTooLargeRV: true, fsm.CauseWatchRejected: true,
-	fsm.CauseListFailed: true, fsm.CauseListRejected: true, fsm.CauseListExpired: true, fsm.CauseContinueExpired: true,
-	fsm.CauseInitialTransferCut: true, fsm.CauseWatchListUnsupported: true,
-}
-
 // counter folds transitions into Stats and forwards them to Metrics.
 type counter struct {
 	mu      sync.Mutex
@@ -135,7 +120,8 @@ func (c *counter) observe(t driver.Transition) {
 	if t.Cause == fsm.NoCause {
 		return
 	}
-	if retryCauses[t.Cause] {
+	// What counts as a retry or a LIST avoided is the cause's declaration (fsm.CauseInfo).
+	if t.Cause.Retries() {
 		st.Retries[t.Cause]++
 	}
 	if t.Event.Failure != nil {
@@ -143,11 +129,11 @@ func (c *counter) observe(t driver.Transition) {
 		st.LastFailures[t.Cause] = f
 		st.LastFailure = &f
 	}
-	if rewatchCauses[t.Cause] || t.Cause == fsm.CauseStreamEnded && t.Event.Failure != nil {
+	if t.Cause.AvoidsList(t.Event.Failure != nil) {
 		st.ListsAvoided++
 	}
-	if !c.armedAt.IsZero() && (t.Cause == fsm.CauseRetryWatch || t.Cause == fsm.CauseRetryRelist ||
-		t.Cause == fsm.CauseRetryList || t.Cause == fsm.CauseStop) {
+	// Every row out of Backoff (its timer rows, a stop) ends the wait.
+	if !c.armedAt.IsZero() && t.From == fsm.Backoff {
 		d := t.Event.Now.Sub(c.armedAt)
 		st.BackingOff += d
 		if c.metrics != nil {

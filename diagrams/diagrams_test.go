@@ -83,7 +83,7 @@ func TestMermaidWaitsSayWhereTheyLead(t *testing.T) {
 
 func TestEdgeLabelNamesThenOnlyForWaits(t *testing.T) {
 	assert.Equal(t, "429 / Retry-After (also 503, server timeout) ⇒ then Watching",
-		EdgeLabel(fsm.Transition{From: fsm.Watching, Cause: fsm.CauseTooManyRequests, To: fsm.Backoff, Then: fsm.Watching}))
+		EdgeLabel(fsm.Transition{From: fsm.Watching, Cause: fsm.CauseServerBusy, To: fsm.Backoff, Then: fsm.Watching}))
 	assert.Equal(t, "410 Gone / Expired → LIST at last RV",
 		EdgeLabel(fsm.Transition{From: fsm.Watching, Cause: fsm.CauseExpired, To: fsm.Relisting}))
 }

@@ -88,7 +88,7 @@ func Test429ErrorEventHonoursRetryAfterSeconds(t *testing.T) {
 		w.waitState(fsm.Watching)
 		lists, _ := w.proxy.Counts()
 		require.Equal(t, 1, lists)
-		require.Contains(t, w.causes(), fsm.CauseTooManyRequests)
+		require.Contains(t, w.causes(), fsm.CauseServerBusy)
 	})
 }
 

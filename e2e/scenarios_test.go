@@ -44,7 +44,7 @@ func Test429OpeningWatch(t *testing.T) {
 		e.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1,
 			Fault: faultproxy.Respond(faultproxy.TooManyRequests(1)).WithHeader("Retry-After", "1")})
 		e.start(nil)
-		tr := e.waitCause(fsm.CauseTooManyRequests)
+		tr := e.waitCause(fsm.CauseServerBusy)
 		require.Equal(t, time.Second, armedDelay(tr), "Retry-After honoured")
 		e.waitCause(fsm.CauseRetryWatch)
 		e.write("a")
@@ -67,7 +67,7 @@ func Test429ErrorEvent(t *testing.T) {
 		e.start(nil)
 		e.converged()
 		e.write("a")
-		tr := e.waitCause(fsm.CauseTooManyRequests)
+		tr := e.waitCause(fsm.CauseServerBusy)
 		require.Equal(t, 2*time.Second, armedDelay(tr), "details.retryAfterSeconds honoured")
 		e.waitCause(fsm.CauseRetryWatch)
 		e.converged()
@@ -279,7 +279,7 @@ func TestStopDuringBackoff(t *testing.T) {
 		e.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: -1,
 			Fault: faultproxy.Respond(faultproxy.TooManyRequests(30)).WithHeader("Retry-After", "30")})
 		e.start(nil)
-		tr := e.waitCause(fsm.CauseTooManyRequests)
+		tr := e.waitCause(fsm.CauseServerBusy)
 		require.Equal(t, 30*time.Second, armedDelay(tr))
 		took := e.stop()
 		require.Less(t, took, time.Second)

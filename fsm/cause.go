@@ -2,6 +2,9 @@ package fsm
 
 // Cause names why a transition is taken: the classified reading of one event in one state. It is
 // the trigger of the stateless machine and the label of a diagram edge.
+//
+// Everything that is per cause is declared once, in its CauseInfo (causeDecls below); where the
+// cause leads is fsm.Table's alone. docs/design.md, "How to add a cause".
 type Cause uint8
 
 const (
@@ -24,7 +27,7 @@ const (
 	// Watching.
 	CauseWatchOpened
 	CauseWatchEvent
-	CauseTooManyRequests
+	CauseServerBusy
 	CauseInternalErrorInWindow
 	CauseInternalErrorPastWindow
 	CauseConnectFailed
@@ -46,38 +49,113 @@ const (
 	numCauses
 )
 
-// causeInfo holds each cause's stable identifier (journals, JSON, transcripts) and, next to
-// it, the label its diagram edges carry.
-var causeInfo = [numCauses]struct{ id, label string }{
-	NoCause:                      {"", ""},
-	CauseStart:                   {"start", "start: LIST RV=0"},
-	CauseListPageMore:            {"list-page-more", "page with continue → next page"},
-	CauseListComplete:            {"list-complete", "last page → Replace, WATCH from list RV"},
-	CauseListExpired:             {"list-expired", "410 / too large RV → LIST RV=\"\""},
-	CauseContinueExpired:         {"continue-expired", "continue expired → one full LIST at RV"},
-	CauseListFailed:              {"list-failed", "LIST failed (429/5xx/transport) → Retry-After or backoff"},
-	CauseListRejected:            {"list-rejected", "LIST refused (401/403/404/other 4xx) → backoff, warn"},
-	CauseWatchListOpened:         {"watch-list-opened", "watch-list stream opened"},
-	CauseInitialEvent:            {"initial-event", "initial event → stage"},
-	CauseInitialEventsEnd:        {"initial-events-end", "initial-events-end bookmark → Replace"},
-	CauseWatchListUnsupported:    {"watch-list-unsupported", "watch-list unsupported → paginated LIST"},
-	CauseInitialTransferCut:      {"initial-transfer-cut", "initial transfer cut"},
-	CauseWatchOpened:             {"watch-opened", "watch opened"},
-	CauseWatchEvent:              {"watch-event", "ADDED / MODIFIED / DELETED / BOOKMARK"},
-	CauseTooManyRequests:         {"too-many-requests", "429 / Retry-After (also 503, server timeout)"},
-	CauseInternalErrorInWindow:   {"internal-error-in-window", "InternalError within window"},
-	CauseInternalErrorPastWindow: {"internal-error-past-window", "InternalError past window → LIST at last RV"},
-	CauseConnectFailed:           {"connect-failed", "refused / reset / EOF before open"},
-	CauseStreamEnded:             {"stream-ended", "stream end → re-WATCH at once"},
-	CauseStreamEndedQuickly:      {"stream-ended-quickly", "repeated quick stream ends"},
-	CauseExpired:                 {"expired", "410 Gone / Expired → LIST at last RV"},
-	CauseExpiredAgain:            {"expired-again", "410 again without progress"},
-	CauseTooLargeRV:              {"too-large-rv", "too large RV → LIST RV=\"\""},
-	CauseWatchRejected:           {"watch-rejected", "401 / 403 / 404 / other"},
-	CauseRetryWatch:              {"retry-watch", "timer → WATCH from last RV"},
-	CauseRetryRelist:             {"retry-relist", "timer → LIST at last RV"},
-	CauseRetryList:               {"retry-list", "timer → retry initial LIST"},
-	CauseStop:                    {"stop", "stop"},
+// CauseInfo is everything that is per cause, apart from the rows of fsm.Table that admit it.
+// Stats, metrics, the machine's effects, the diagrams and the journal read these facts from
+// here rather than keeping lists of causes of their own.
+type CauseInfo struct {
+	// ID names the cause in journals, JSON, transcripts, logs and metric labels. A journal
+	// written with it must stay readable: rename a cause by moving its old ID to Aliases.
+	ID string
+	// Aliases are earlier IDs of the cause, still read from old journals (never written).
+	Aliases []string
+	// Label is what its diagram edges say.
+	Label string
+	// Classes are the failure classes (transitions.classify) that can lead to the cause; empty
+	// for a cause that answers no failure.
+	Classes Classes
+	// Retry: the cause is a failure the reflector answers by trying again (Stats.Retries).
+	Retry bool
+	// AvoidsList: the failure is answered by a re-watch where a relist-on-error reflector would
+	// have listed everything again (Stats.ListsAvoided).
+	AvoidsList Avoidance
+	// BeginsRelist: the cause ends a watch that cannot be resumed, so the synced store is
+	// listed again — at once (a row into Relisting) or after a wait (Then: Relisting).
+	BeginsRelist bool
+	// Accepted: the server took a request (answered a LIST page, opened a stream), so a
+	// Retry-After after it is a new rejection rather than a repeat (docs/semantics.md, "a
+	// repeated Retry-After").
+	Accepted bool
+}
+
+// Avoidance says when a cause avoids a LIST that a relist-on-error reflector would make.
+type Avoidance uint8
+
+const (
+	// AvoidsNoList: the cause is not a watch failure, or is answered by a LIST anyway.
+	AvoidsNoList Avoidance = iota
+	// AvoidsList: always.
+	AvoidsList
+	// AvoidsListIfFailed: only when the event carried a failure (a stream that ended with an
+	// error and is re-opened, as opposed to a watch that timed out as asked).
+	AvoidsListIfFailed
+)
+
+// Avoids reports whether the cause avoided a LIST, for an event that carried a failure or not.
+func (a Avoidance) Avoids(failed bool) bool {
+	return a == AvoidsList || a == AvoidsListIfFailed && failed
+}
+
+var (
+	listFailureClasses  = ClassesOf(ClassBusy, ClassInternal, ClassTransport, ClassExpired, ClassTooLargeRV)
+	rvUnusableClasses   = ClassesOf(ClassExpired, ClassTooLargeRV)
+	transferCutClasses  = ClassesOf(ClassBusy, ClassInternal, ClassTransport, ClassExpired, ClassTooLargeRV, ClassRejected)
+	rejectedClasses     = ClassesOf(ClassRejected)
+	internalErrorsClass = ClassesOf(ClassInternal)
+)
+
+// causeDecls declares every cause: one line of facts each.
+var causeDecls = [numCauses]CauseInfo{
+	NoCause: {},
+
+	CauseStart:        {ID: "start", Label: "start: LIST RV=0"},
+	CauseListPageMore: {ID: "list-page-more", Label: "page with continue → next page", Accepted: true},
+	CauseListComplete: {ID: "list-complete", Label: "last page → Replace, WATCH from list RV", Accepted: true},
+	CauseListExpired: {ID: "list-expired", Label: "410 / too large RV → LIST RV=\"\"",
+		Classes: rvUnusableClasses, Retry: true},
+	CauseContinueExpired: {ID: "continue-expired", Label: "continue expired → one full LIST at RV",
+		Classes: rvUnusableClasses, Retry: true},
+	CauseListFailed: {ID: "list-failed", Label: "LIST failed (429/5xx/transport) → Retry-After or backoff",
+		Classes: listFailureClasses, Retry: true},
+	CauseListRejected: {ID: "list-rejected", Label: "LIST refused (401/403/404/other 4xx) → backoff, warn",
+		Classes: rejectedClasses, Retry: true},
+	CauseWatchListOpened:  {ID: "watch-list-opened", Label: "watch-list stream opened", Accepted: true},
+	CauseInitialEvent:     {ID: "initial-event", Label: "initial event → stage", Accepted: true},
+	CauseInitialEventsEnd: {ID: "initial-events-end", Label: "initial-events-end bookmark → Replace"},
+	CauseWatchListUnsupported: {ID: "watch-list-unsupported", Label: "watch-list unsupported → paginated LIST",
+		Classes: rejectedClasses, Retry: true},
+	CauseInitialTransferCut: {ID: "initial-transfer-cut", Label: "initial transfer cut",
+		Classes: transferCutClasses, Retry: true},
+
+	CauseWatchOpened: {ID: "watch-opened", Label: "watch opened", Accepted: true},
+	// A frame on a stream not yet reported open counts as its opening, and so as accepted
+	// (transitions' watchEvent); any later frame finds nothing to reset.
+	CauseWatchEvent: {ID: "watch-event", Label: "ADDED / MODIFIED / DELETED / BOOKMARK"},
+	CauseServerBusy: {ID: "too-many-requests", Label: "429 / Retry-After (also 503, server timeout)",
+		Classes: ClassesOf(ClassBusy), Retry: true, AvoidsList: AvoidsList},
+	CauseInternalErrorInWindow: {ID: "internal-error-in-window", Label: "InternalError within window",
+		Classes: internalErrorsClass, Retry: true, AvoidsList: AvoidsList},
+	CauseInternalErrorPastWindow: {ID: "internal-error-past-window", Label: "InternalError past window → LIST at last RV",
+		Classes: internalErrorsClass, Retry: true, BeginsRelist: true},
+	CauseConnectFailed: {ID: "connect-failed", Label: "refused / reset / EOF before open",
+		Classes: ClassesOf(ClassTransport), Retry: true, AvoidsList: AvoidsList},
+	CauseStreamEnded: {ID: "stream-ended", Label: "stream end → re-WATCH at once",
+		Retry: true, AvoidsList: AvoidsListIfFailed},
+	CauseStreamEndedQuickly: {ID: "stream-ended-quickly", Label: "repeated quick stream ends",
+		Retry: true, AvoidsList: AvoidsList},
+	CauseExpired: {ID: "expired", Label: "410 Gone / Expired → LIST at last RV",
+		Classes: ClassesOf(ClassExpired), Retry: true, BeginsRelist: true},
+	CauseExpiredAgain: {ID: "expired-again", Label: "410 again without progress",
+		Classes: ClassesOf(ClassExpired), Retry: true, BeginsRelist: true},
+	CauseTooLargeRV: {ID: "too-large-rv", Label: "too large RV → LIST RV=\"\"",
+		Classes: ClassesOf(ClassTooLargeRV), Retry: true, BeginsRelist: true},
+	CauseWatchRejected: {ID: "watch-rejected", Label: "401 / 403 / 404 / other",
+		Classes: rejectedClasses, Retry: true, BeginsRelist: true},
+
+	CauseRetryWatch:  {ID: "retry-watch", Label: "timer → WATCH from last RV"},
+	CauseRetryRelist: {ID: "retry-relist", Label: "timer → LIST at last RV"},
+	CauseRetryList:   {ID: "retry-list", Label: "timer → retry initial LIST"},
+
+	CauseStop: {ID: "stop", Label: "stop"},
 }
 
 // Causes lists every cause in declaration order.
@@ -89,24 +167,67 @@ func Causes() []Cause {
 	return out
 }
 
-// causeNames is the identifier column of causeInfo, for the text methods every enum shares.
+// Info returns the cause's declaration (the zero CauseInfo for a value that is no cause).
+func (c Cause) Info() CauseInfo {
+	if c < numCauses {
+		return causeDecls[c]
+	}
+	return CauseInfo{}
+}
+
+// info is Info without the copy, for the hot path.
+func (c Cause) info() *CauseInfo {
+	if c < numCauses {
+		return &causeDecls[c]
+	}
+	return &causeDecls[NoCause]
+}
+
+// Retries, AvoidsList, BeginsRelist and Accepted read the cause's declaration.
+func (c Cause) Retries() bool               { return c.info().Retry }
+func (c Cause) AvoidsList(failed bool) bool { return c.info().AvoidsList.Avoids(failed) }
+func (c Cause) BeginsRelist() bool          { return c.info().BeginsRelist }
+func (c Cause) Accepted() bool              { return c.info().Accepted }
+func (c Cause) Classes() Classes            { return c.info().Classes }
+
+// causeNames is the ID column of causeDecls, for the text methods every enum shares; aliases
+// are read as well.
 var causeNames = func() enumNames[Cause] {
 	n := enumNames[Cause]{typ: "Cause", kind: "cause", names: make([]string, numCauses)}
-	for c, info := range causeInfo {
-		n.names[c] = info.id
+	for c, info := range causeDecls {
+		n.names[c] = info.ID
 	}
 	return n
 }()
 
+// causeAliases maps every earlier ID to its cause.
+var causeAliases = func() map[string]Cause {
+	m := map[string]Cause{}
+	for c, info := range causeDecls {
+		for _, a := range info.Aliases {
+			m[a] = Cause(c)
+		}
+	}
+	return m
+}()
+
 // String is the stable identifier used in journals and transcripts.
-func (c Cause) String() string                { return causeNames.String(c) }
-func (c Cause) MarshalText() ([]byte, error)  { return causeNames.MarshalText(c) }
-func (c *Cause) UnmarshalText(b []byte) error { return causeNames.UnmarshalText(c, b) }
+func (c Cause) String() string               { return causeNames.String(c) }
+func (c Cause) MarshalText() ([]byte, error) { return causeNames.MarshalText(c) }
+
+// UnmarshalText reads a cause's ID or one of its aliases.
+func (c *Cause) UnmarshalText(b []byte) error {
+	if alias, ok := causeAliases[string(b)]; ok {
+		*c = alias
+		return nil
+	}
+	return causeNames.UnmarshalText(c, b)
+}
 
 // Label is the human description used on diagram edges.
 func (c Cause) Label() string {
 	if c < numCauses {
-		return causeInfo[c].label
+		return causeDecls[c].Label
 	}
 	return c.String()
 }

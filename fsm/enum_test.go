@@ -56,9 +56,10 @@ func TestEnumNames(t *testing.T) {
 		"cancel-timer", "stage", "replace-store", "discard-staged", "apply", "stopped"})
 	checkEnum[WatchEventType](t, "WatchEventType", []string{"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 	checkEnum[Transport](t, "Transport", []string{"", "refused", "reset", "eof", "timeout", "decode", "other"})
+	checkEnum[Class](t, "Class", []string{"", "busy", "internal", "expired", "too-large-rv", "transport", "rejected"})
 	ids := []string{""}
 	for _, c := range Causes() {
-		ids = append(ids, causeInfo[c].id)
+		ids = append(ids, causeDecls[c].ID)
 	}
 	checkEnum[Cause](t, "Cause", ids)
 }

@@ -139,24 +139,24 @@ func (s Snapshot) String() string {
 	var b strings.Builder
 	b.WriteString(s.State.String())
 	if s.State == Backoff {
-		b.WriteString("→" + s.Next.String())
+		b.WriteString("→" + s.Wait.Next.String())
 	}
 	field(&b, "rv", strconv.Quote(s.LastRV))
 	if s.RVUnusable {
 		b.WriteString(" rv-unusable")
 	}
-	if s.Attempt > 0 {
-		field(&b, "attempt", strconv.Itoa(s.Attempt))
+	if s.Wait.Attempt > 0 {
+		field(&b, "attempt", strconv.Itoa(s.Wait.Attempt))
 	}
-	if s.RetryAfterRepeats > 0 {
-		field(&b, "retry-after-repeats", strconv.Itoa(s.RetryAfterRepeats))
+	if s.RetryAfter.Repeats > 0 {
+		field(&b, "retry-after-repeats", strconv.Itoa(s.RetryAfter.Repeats))
 	}
-	if !s.InternalStreakStart.IsZero() {
+	if !s.InternalErrors.Start.IsZero() {
 		// The streak's re-watches so far; its age is the transcript's clock minus its start.
-		field(&b, "internal-streak", strconv.Itoa(s.InternalRewatches))
+		field(&b, "internal-streak", strconv.Itoa(s.InternalErrors.Rewatches))
 	}
-	if s.State == Backoff && s.ListContinue != "" {
-		field(&b, "resume-page", strconv.Quote(s.ListContinue))
+	if s.State == Backoff && s.List.Continue != "" {
+		field(&b, "resume-page", strconv.Quote(s.List.Continue))
 	}
 	return b.String()
 }

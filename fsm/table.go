@@ -51,7 +51,7 @@ var Table = []Transition{
 
 	{From: Watching, Cause: CauseWatchOpened, To: Watching},
 	{From: Watching, Cause: CauseWatchEvent, To: Watching},
-	{From: Watching, Cause: CauseTooManyRequests, To: Backoff, Then: Watching},
+	{From: Watching, Cause: CauseServerBusy, To: Backoff, Then: Watching},
 	{From: Watching, Cause: CauseInternalErrorInWindow, To: Backoff, Then: Watching},
 	{From: Watching, Cause: CauseInternalErrorPastWindow, To: Relisting},
 	{From: Watching, Cause: CauseConnectFailed, To: Backoff, Then: Watching},

@@ -55,7 +55,7 @@ func TestWaitDestinations(t *testing.T) {
 		{Relisting, CauseListFailed, Relisting, CauseRetryRelist},
 		{Relisting, CauseListRejected, Relisting, CauseRetryRelist},
 		{Relisting, CauseInitialTransferCut, Relisting, CauseRetryRelist},
-		{Watching, CauseTooManyRequests, Watching, CauseRetryWatch},
+		{Watching, CauseServerBusy, Watching, CauseRetryWatch},
 		{Watching, CauseInternalErrorInWindow, Watching, CauseRetryWatch},
 		{Watching, CauseConnectFailed, Watching, CauseRetryWatch},
 		{Watching, CauseStreamEndedQuickly, Watching, CauseRetryWatch},
@@ -137,7 +137,7 @@ func TestIndexTableRefusesBrokenTables(t *testing.T) {
 		table []Transition
 		err   string
 	}{
-		{"forgotten Then", with(Transition{From: Watching, Cause: CauseTooManyRequests, To: Backoff}),
+		{"forgotten Then", with(Transition{From: Watching, Cause: CauseServerBusy, To: Backoff}),
 			"Watching --too-many-requests--> Backoff has no Then"},
 		{"Then without a timer row", with(Transition{From: Listing, Cause: CauseListFailed, To: Backoff, Then: Listing}),
 			"leads on to Listing, but Backoff has no timer row into it"},
@@ -156,6 +156,6 @@ func TestIndexTableRefusesBrokenTables(t *testing.T) {
 			assert.ErrorContains(t, err, c.err)
 		})
 	}
-	_, err := indexTable(with(Transition{From: Watching, Cause: CauseTooManyRequests, To: Backoff, Then: Watching}))
+	_, err := indexTable(with(Transition{From: Watching, Cause: CauseServerBusy, To: Backoff, Then: Watching}))
 	assert.NoError(t, err)
 }

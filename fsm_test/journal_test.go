@@ -43,7 +43,7 @@ func TestPropertyJournalReplaysIdentically(t *testing.T) {
 		last := r.steps[len(r.steps)-1].after
 		require.Equal(t, last.State, final.State)
 		require.Equal(t, last.LastRV, final.LastRV)
-		require.Equal(t, last.Attempt, final.Attempt)
+		require.Equal(t, last.Wait.Attempt, final.Wait.Attempt)
 	})
 }
 

@@ -93,9 +93,9 @@ func (ms *modelServer) next(t *rapid.T, s *fsm.Snapshot) generated {
 	switch s.State {
 	case fsm.Backoff:
 		ms.now = ms.now.Add(ms.lastDelay)
-		return generated{event: fsm.Event{Kind: fsm.EvTimerFired, Now: ms.now, Timer: s.Timer}}
+		return generated{event: fsm.Event{Kind: fsm.EvTimerFired, Now: ms.now, Timer: s.Wait.Timer}}
 	case fsm.Listing, fsm.Relisting:
-		if s.Streaming {
+		if s.List.Streaming {
 			return ms.watchAnswer(t, s, true)
 		}
 		return ms.listAnswer(t, s)
@@ -106,7 +106,7 @@ func (ms *modelServer) next(t *rapid.T, s *fsm.Snapshot) generated {
 }
 
 func (ms *modelServer) stale(t *rapid.T, s *fsm.Snapshot) generated {
-	e := fsm.Event{Now: ms.now, Request: s.Request + 1 + uint64(rapid.IntRange(0, 3).Draw(t, "staleReq")), Timer: s.Timer + 100}
+	e := fsm.Event{Now: ms.now, Request: s.Request + 1 + uint64(rapid.IntRange(0, 3).Draw(t, "staleReq")), Timer: s.Wait.Timer + 100}
 	e.Kind = rapid.SampledFrom([]fsm.EventKind{fsm.EvListPage, fsm.EvListFailed, fsm.EvWatchOpened,
 		fsm.EvWatchEvent, fsm.EvWatchError, fsm.EvWatchOpenFailed, fsm.EvWatchEnded, fsm.EvTimerFired}).Draw(t, "staleKind")
 	e.Type, e.ResourceVersion = fsm.Added, "1"
@@ -137,7 +137,7 @@ func (ms *modelServer) listAnswer(t *rapid.T, s *fsm.Snapshot) generated {
 
 func (ms *modelServer) watchAnswer(t *rapid.T, s *fsm.Snapshot, streaming bool) generated {
 	e := fsm.Event{Now: ms.now, Request: s.Request}
-	if !s.WatchOpen {
+	if !s.Watch.Open {
 		if rapid.IntRange(0, 2).Draw(t, "opens") > 0 {
 			e.Kind = fsm.EvWatchOpened
 			return generated{event: e}

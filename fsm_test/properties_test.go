@@ -88,8 +88,8 @@ func TestPropertyNoListAfterRetryableWatchFailure(t *testing.T) {
 			if has(st.commands, fsm.CmdListPage) {
 				t.Fatalf("step %d: %s after %s emitted a LIST: %v", i, st.cause, st.gen.event, st.commands)
 			}
-			if st.after.State == fsm.Backoff && st.after.Next != fsm.Watching {
-				t.Fatalf("step %d: %s leads to %s after the backoff, not a re-watch", i, st.gen.event, st.after.Next)
+			if st.after.State == fsm.Backoff && st.after.Wait.Next != fsm.Watching {
+				t.Fatalf("step %d: %s leads to %s after the backoff, not a re-watch", i, st.gen.event, st.after.Wait.Next)
 			}
 			if st.after.State != fsm.Backoff && st.after.State != fsm.Watching {
 				t.Fatalf("step %d: %s left Watching for %s", i, st.gen.event, st.after.State)
@@ -167,13 +167,13 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 						t.Fatalf("step %d: waited %v, Retry-After %v capped at %v, repeated %v, spread %v: want [%v, %v]",
 							i, c.Delay, ra, cfg.RetryAfterCap, honoured, cfg.RetryAfterSpread, lo, hi)
 					}
-					if st.after.Attempt != st.before.Attempt {
-						t.Fatalf("step %d: an honoured Retry-After moved the backoff from attempt %d to %d", i, st.before.Attempt, st.after.Attempt)
+					if st.after.Wait.Attempt != st.before.Wait.Attempt {
+						t.Fatalf("step %d: an honoured Retry-After moved the backoff from attempt %d to %d", i, st.before.Wait.Attempt, st.after.Wait.Attempt)
 					}
 					honoured = true
 					continue
 				}
-				lo, hi := bounds(cfg, st.before.Attempt)
+				lo, hi := bounds(cfg, st.before.Wait.Attempt)
 				guard := func(d time.Duration) time.Duration {
 					if limit, on := resumeGuard(cfg, st); on {
 						d = min(d, limit)
@@ -182,10 +182,10 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 				}
 				if c.Delay < guard(lo) || c.Delay > guard(hi-1) {
 					t.Fatalf("step %d: waited %v; backoff attempt %d allows [%v, %v), guarded [%v, %v]",
-						i, c.Delay, st.before.Attempt, lo, hi, guard(lo), guard(hi-1))
+						i, c.Delay, st.before.Wait.Attempt, lo, hi, guard(lo), guard(hi-1))
 				}
-				if st.after.Attempt != st.before.Attempt+1 {
-					t.Fatalf("step %d: a backoff wait moved attempt from %d to %d", i, st.before.Attempt, st.after.Attempt)
+				if st.after.Wait.Attempt != st.before.Wait.Attempt+1 {
+					t.Fatalf("step %d: a backoff wait moved attempt from %d to %d", i, st.before.Wait.Attempt, st.after.Wait.Attempt)
 				}
 			}
 		}
@@ -196,7 +196,7 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 // resume-RV age guard, max(1 s, lifetime − age); on is false when the guard does not apply (the
 // wait leads elsewhere, or the RV has outlived its lifetime).
 func resumeGuard(cfg transitions.Config, st runStep) (limit time.Duration, on bool) {
-	if st.after.Next != fsm.Watching {
+	if st.after.Wait.Next != fsm.Watching {
 		return 0, false
 	}
 	age := st.gen.event.Now.Sub(st.before.RVAdvancedAt)
@@ -236,10 +236,10 @@ func TestPropertyBackoffResetsOnProgressOnly(t *testing.T) {
 		for i, st := range r.steps {
 			moved := st.cause == fsm.CauseWatchEvent && st.after.LastRV != st.before.LastRV
 			switch {
-			case moved && st.after.Attempt != 0:
-				t.Fatalf("step %d: the RV moved %s→%s but attempt is %d", i, st.before.LastRV, st.after.LastRV, st.after.Attempt)
-			case !moved && st.after.Attempt < st.before.Attempt:
-				t.Fatalf("step %d: %s (%s) reset attempt %d→%d without progress", i, st.gen.event, st.cause, st.before.Attempt, st.after.Attempt)
+			case moved && st.after.Wait.Attempt != 0:
+				t.Fatalf("step %d: the RV moved %s→%s but attempt is %d", i, st.before.LastRV, st.after.LastRV, st.after.Wait.Attempt)
+			case !moved && st.after.Wait.Attempt < st.before.Wait.Attempt:
+				t.Fatalf("step %d: %s (%s) reset attempt %d→%d without progress", i, st.gen.event, st.cause, st.before.Wait.Attempt, st.after.Wait.Attempt)
 			}
 		}
 	})
@@ -287,7 +287,7 @@ func TestPropertyDelaysGrowToCap(t *testing.T) {
 				t.Fatalf("attempt %d: fell below the cap after reaching it", attempt)
 			}
 			ms.now = ms.now.Add(d)
-			s, _ = m.Next(s, fsm.Event{Kind: fsm.EvTimerFired, Now: ms.now, Timer: s.Timer})
+			s, _ = m.Next(s, fsm.Event{Kind: fsm.EvTimerFired, Now: ms.now, Timer: s.Wait.Timer})
 		}
 		if !reachedCap {
 			t.Fatalf("40 failures never reached the cap")
@@ -304,12 +304,12 @@ func TestPropertyStopFromAnyState(t *testing.T) {
 		ms := &modelServer{now: r.steps[len(r.steps)-1].gen.event.Now}
 		s, cmds := r.m.Next(last, fsm.Event{Kind: fsm.EvStop, Now: ms.now})
 		require.Equal(t, fsm.Stopped, s.State)
-		require.Zero(t, s.Timer)
+		require.Zero(t, s.Wait.Timer)
 		require.Zero(t, s.Request)
 		if last.State != fsm.Stopped {
 			require.NotEmpty(t, cmds)
 			require.Equal(t, fsm.CmdStopped, cmds[len(cmds)-1].Kind)
-			require.Equal(t, last.Timer != 0, has(cmds, fsm.CmdCancelTimer), "cancel-timer iff one was armed: %v", cmds)
+			require.Equal(t, last.Wait.Timer != 0, has(cmds, fsm.CmdCancelTimer), "cancel-timer iff one was armed: %v", cmds)
 			require.Equal(t, last.Request != 0, has(cmds, fsm.CmdCancelRequest), "cancel-request iff one was in flight: %v", cmds)
 		}
 		for range rapid.IntRange(1, 20).Draw(t, "after") {
@@ -404,7 +404,7 @@ func TestPropertyRelistPagesOnlyWhereTheServerPages(t *testing.T) {
 					continue
 				}
 				atKnownRV := c.Continue == "" && c.ResourceVersion != "" && c.ResourceVersion != "0"
-				fallback := st.after.ListFull
+				fallback := st.after.List.Full
 				want := !fallback && (!atKnownRV || serverPages || cfg.PageRelists)
 				if got := c.Limit > 0; got != want {
 					t.Fatalf("step %d: %v asks for a limit: %v, want %v (server paged before: %v)", i, c, got, want, serverPages)

@@ -49,7 +49,7 @@ func (r *scriptRunner) runLine(line string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if due, ok := r.deadlines[e.Timer]; ok && e.Kind == fsm.EvTimerFired && e.Timer == r.s.Timer && e.Now.Before(due) {
+	if due, ok := r.deadlines[e.Timer]; ok && e.Kind == fsm.EvTimerFired && e.Timer == r.s.Wait.Timer && e.Now.Before(due) {
 		return "", fmt.Errorf("timer %d fired at %s, before it was due at %s", e.Timer, offset(e.Now), offset(due))
 	}
 	from := r.s.State
@@ -101,7 +101,7 @@ func (r *scriptRunner) parse(line string) (fsm.Event, error) {
 	}
 	e := fsm.Event{Kind: kind, Now: r.now, Request: r.s.Request}
 	if kind == fsm.EvTimerFired {
-		e.Request, e.Timer = 0, r.s.Timer
+		e.Request, e.Timer = 0, r.s.Wait.Timer
 	}
 	if kind == fsm.EvStart || kind == fsm.EvStop {
 		e.Request = 0

@@ -196,9 +196,9 @@ func TestPropertyFailedContinuePageIsRetried(t *testing.T) {
 		r := drawRun(t)
 		pending := ""
 		for i, st := range r.steps {
-			if st.cause == fsm.CauseListFailed && st.before.ListContinuing && !st.before.Streaming {
+			if st.cause == fsm.CauseListFailed && st.before.List.Continuing && !st.before.List.Streaming {
 				require.False(t, has(st.commands, fsm.CmdDiscardStaged), "step %d: a failed continue page discarded the staged pages", i)
-				pending = st.before.ListContinue
+				pending = st.before.List.Continue
 				require.NotEmpty(t, pending, "step %d: a continue page without its token", i)
 			}
 			if pending == "" || (st.cause != fsm.CauseRetryList && st.cause != fsm.CauseRetryRelist) {

@@ -28,11 +28,11 @@ func TestCountsEveryCall(t *testing.T) {
 	p.Request("list")
 	p.Request("watch")
 	p.Request("watch")
-	p.Transition(fsm.Watching, fsm.Backoff, fsm.CauseTooManyRequests)
+	p.Transition(fsm.Watching, fsm.Backoff, fsm.CauseServerBusy)
 	p.WatchEvent(fsm.Added)
 	p.WatchEvent(fsm.Modified)
 	p.WatchEvent(fsm.Modified)
-	p.Waited(fsm.CauseTooManyRequests, 1500*time.Millisecond)
+	p.Waited(fsm.CauseServerBusy, 1500*time.Millisecond)
 	p.Objects(42)
 
 	want := `

@@ -22,17 +22,17 @@ func (m *Machine) cause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 		}
 		return fsm.NoCause
 	case fsm.EvTimerFired:
-		if s.Timer == 0 || e.Timer != s.Timer {
+		if s.Wait.Timer == 0 || e.Timer != s.Wait.Timer {
 			return fsm.NoCause
 		}
 		// The timer row is the one the table has into the state the wait leads to.
-		c, _ := fsm.Resume(s.Next)
+		c, _ := fsm.Resume(s.Wait.Next)
 		return c
 	}
 	if !m.current(s, e) {
 		return fsm.NoCause
 	}
-	if s.Streaming {
+	if s.List.Streaming {
 		return m.streamingListCause(s, e)
 	}
 	switch e.Kind {
@@ -56,16 +56,16 @@ func (m *Machine) listCause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 		return fsm.CauseListComplete
 	case fsm.EvListFailed:
 		switch classify(e.Failure) {
-		case classExpired, classTooLargeRV:
+		case fsm.ClassExpired, fsm.ClassTooLargeRV:
 			// client-go's pager: an expired continue token falls back to one full list at the
 			// original RV; an expired or too-large first page retries as a consistent read.
-			if s.ListContinuing {
+			if s.List.Continuing {
 				return fsm.CauseContinueExpired
 			}
 			if m.listRV(s) != "" {
 				return fsm.CauseListExpired
 			}
-		case classRejected:
+		case fsm.ClassRejected:
 			// A misspelt resource or a bad selector: retried like any failure, but a cause of
 			// its own so that it is logged as a warning (docs/semantics.md, "LIST fails: 401 /
 			// 403 / 404 / other").
@@ -87,18 +87,18 @@ func (m *Machine) streamingListCause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 		return fsm.CauseInitialEvent
 	case fsm.EvWatchOpenFailed:
 		switch classify(e.Failure) {
-		case classRejected:
+		case fsm.ClassRejected:
 			// A server without watch-list answers 400 Invalid (or 403/404 through some proxies):
 			// fall back to LIST for good, as client-go does.
 			return fsm.CauseWatchListUnsupported
-		case classExpired, classTooLargeRV:
+		case fsm.ClassExpired, fsm.ClassTooLargeRV:
 			if m.listRV(s) != "" {
 				return fsm.CauseListExpired
 			}
 		}
 		return fsm.CauseListFailed
 	case fsm.EvWatchError:
-		if c := classify(e.Failure); (c == classExpired || c == classTooLargeRV) && m.listRV(s) != "" {
+		if c := classify(e.Failure); (c == fsm.ClassExpired || c == fsm.ClassTooLargeRV) && m.listRV(s) != "" {
 			return fsm.CauseListExpired
 		}
 		return fsm.CauseInitialTransferCut
@@ -118,9 +118,9 @@ func (m *Machine) watchCause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 		return m.watchFailureCause(s, e, classify(e.Failure))
 	case fsm.EvWatchEnded:
 		if e.Failure != nil && e.Failure.Transport == fsm.Decode {
-			return m.watchFailureCause(s, e, classInternal)
+			return m.watchFailureCause(s, e, fsm.ClassInternal)
 		}
-		if m.quickEnd(s, e) && s.QuickEnds+1 >= m.cfg.QuickEndsBeforeBackoff {
+		if m.quickEnd(s, e) && s.Watch.QuickEnds+1 >= m.cfg.QuickEndsBeforeBackoff {
 			return fsm.CauseStreamEndedQuickly
 		}
 		return fsm.CauseStreamEnded
@@ -128,23 +128,23 @@ func (m *Machine) watchCause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 	return fsm.NoCause
 }
 
-func (m *Machine) watchFailureCause(s *fsm.Snapshot, e *fsm.Event, c class) fsm.Cause {
+func (m *Machine) watchFailureCause(s *fsm.Snapshot, e *fsm.Event, c fsm.Class) fsm.Cause {
 	switch c {
-	case classBusy:
-		return fsm.CauseTooManyRequests
-	case classInternal:
+	case fsm.ClassBusy:
+		return fsm.CauseServerBusy
+	case fsm.ClassInternal:
 		if m.internalStreakSpent(s, e) {
 			return fsm.CauseInternalErrorPastWindow
 		}
 		return fsm.CauseInternalErrorInWindow
-	case classExpired:
-		if s.ExpiredStreak > 0 {
+	case fsm.ClassExpired:
+		if s.Watch.ExpiredStreak > 0 {
 			return fsm.CauseExpiredAgain
 		}
 		return fsm.CauseExpired
-	case classTooLargeRV:
+	case fsm.ClassTooLargeRV:
 		return fsm.CauseTooLargeRV
-	case classTransport:
+	case fsm.ClassTransport:
 		return fsm.CauseConnectFailed
 	}
 	return fsm.CauseWatchRejected
@@ -152,7 +152,7 @@ func (m *Machine) watchFailureCause(s *fsm.Snapshot, e *fsm.Event, c class) fsm.
 
 // quickEnd: the watch ended within QuickWatch of opening, having delivered nothing.
 func (m *Machine) quickEnd(s *fsm.Snapshot, e *fsm.Event) bool {
-	return s.WatchEvents == 0 && (!s.WatchOpen || e.Now.Sub(s.WatchOpenedAt) < m.cfg.QuickWatch)
+	return s.Watch.Events == 0 && (!s.Watch.Open || e.Now.Sub(s.Watch.OpenedAt) < m.cfg.QuickWatch)
 }
 
 // internalStreakSpent: the InternalError at e.Now ends a streak that is both old enough and
@@ -160,7 +160,7 @@ func (m *Machine) quickEnd(s *fsm.Snapshot, e *fsm.Event) bool {
 // streak of long waits still reaches its relist after a few re-watches, and a burst of fast
 // errors cannot force one before the window has passed.
 func (m *Machine) internalStreakSpent(s *fsm.Snapshot, e *fsm.Event) bool {
-	return !s.InternalStreakStart.IsZero() &&
-		e.Now.Sub(s.InternalStreakStart) >= m.cfg.InternalErrorWindow &&
-		s.InternalRewatches >= m.cfg.InternalErrorRewatches
+	return !s.InternalErrors.Start.IsZero() &&
+		e.Now.Sub(s.InternalErrors.Start) >= m.cfg.InternalErrorWindow &&
+		s.InternalErrors.Rewatches >= m.cfg.InternalErrorRewatches
 }

@@ -11,57 +11,37 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 )
 
-// class is what a failure means for the reflector, independent of where it happened.
-type class uint8
-
-const (
-	// classBusy: the server asks us to come back later (429, 503, server timeout). Retry the same
-	// request after Retry-After or backoff; never LIST because of it.
-	classBusy class = iota
-	// classInternal: a 500 InternalError, a Status of unknown meaning, or a frame that would not
-	// decode. Retry inside a bounded window, then relist.
-	classInternal
-	// classExpired: 410 Gone / Expired. The resourceVersion is too old to resume from.
-	classExpired
-	// classTooLargeRV: 504 with cause ResourceVersionTooLarge. The RV is ahead of the server.
-	classTooLargeRV
-	// classTransport: the connection failed before any response.
-	classTransport
-	// classRejected: 401, 403, 404 and every other client error: the request itself is refused.
-	classRejected
-)
-
-// classify reads a failure. Statuses are judged with apimachinery's own predicates so that
+// classify reads a failure as its fsm.Class. Statuses are judged with apimachinery's own predicates so that
 // rewatch and client-go agree on what each Status means.
-func classify(f *fsm.Failure) class {
+func classify(f *fsm.Failure) fsm.Class {
 	if f == nil {
-		return classInternal
+		return fsm.ClassInternal
 	}
 	if f.Status == nil && f.Code == 0 {
 		if f.Transport == fsm.Decode {
-			return classInternal
+			return fsm.ClassInternal
 		}
-		return classTransport
+		return fsm.ClassTransport
 	}
 	err := statusError(f)
 	switch {
 	case isTooLargeResourceVersion(err):
-		return classTooLargeRV
+		return fsm.ClassTooLargeRV
 	case apierrors.IsResourceExpired(err), apierrors.IsGone(err):
-		return classExpired
+		return fsm.ClassExpired
 	case apierrors.IsTooManyRequests(err), apierrors.IsServiceUnavailable(err),
 		apierrors.IsServerTimeout(err), apierrors.IsTimeout(err):
-		return classBusy
+		return fsm.ClassBusy
 	case apierrors.IsInternalError(err):
-		return classInternal
+		return fsm.ClassInternal
 	}
 	code := int(err.ErrStatus.Code)
 	if code >= 500 || code < 400 {
 		// An unknown 5xx, or a Status whose code says nothing: the server is in trouble, not
 		// our request. Bounded like an InternalError.
-		return classInternal
+		return fsm.ClassInternal
 	}
-	return classRejected
+	return fsm.ClassRejected
 }
 
 // statusError wraps the failure's Status (or a Status synthesised from the bare HTTP code) for

@@ -6,23 +6,28 @@ import (
 
 // effects updates s and emits the commands of the table row the event takes. s.State is still
 // the state the event arrived in.
+//
+// What the cause's declaration says (fsm.CauseInfo) and what the row says are applied here for
+// every cause alike: a cause the server accepted a request with resets the Retry-After run,
+// and a row into Backoff arms its timer after the cause's own effects. The switch holds only
+// what is particular to one cause.
 func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
+	if row.Cause.Accepted() {
+		accepted(s)
+	}
 	switch row.Cause {
 	case fsm.CauseWatchEvent:
 		m.watchEvent(s, e, out)
 	case fsm.CauseWatchOpened, fsm.CauseWatchListOpened:
-		s.WatchOpen, s.WatchOpenedAt = true, e.Now
-		accepted(s)
+		streamOpened(s, e)
 
 	case fsm.CauseStart:
 		m.startListing(s, out)
 	case fsm.CauseListPageMore:
-		accepted(s)
-		s.ServerPages = true
+		s.Server.Pages = true
 		stagePage(s, e, out)
 		m.listPage(s, out, pageContinue, e.Continue)
 	case fsm.CauseListComplete:
-		accepted(s)
 		stagePage(s, e, out)
 		m.replaceAndWatch(s, e.ResourceVersion, e.Now, out)
 	case fsm.CauseListExpired:
@@ -34,36 +39,32 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 		discardStaged(s, out)
 		m.listPage(s, out, pageFull, "")
 	case fsm.CauseListFailed, fsm.CauseListRejected, fsm.CauseInitialTransferCut:
-		resumable := s.ListContinuing && !s.Streaming
+		resumable := s.List.Continuing && !s.List.Streaming
 		m.endRequest(s, e, out)
 		if !resumable {
 			// A first page or a watch-list stream has nothing to resume from.
 			discardStaged(s, out)
-			s.ListContinue = ""
+			s.List.Continue = ""
 		}
-		m.backoff(s, e, row, out)
 	case fsm.CauseInitialEvent:
-		accepted(s)
 		if e.Type != fsm.Bookmark {
-			s.Staged++
+			s.List.Staged++
 			emit(out, fsm.Command{Kind: fsm.CmdStage, Type: e.Type, Key: e.Key, Object: e.Object, Items: e.Items, ItemCount: e.ItemCount})
 		}
 	case fsm.CauseInitialEventsEnd:
 		// The stream that delivered the initial state goes on as the watch.
 		m.replace(s, e.ResourceVersion, e.Now, out)
-		s.WatchOpen, s.WatchOpenedAt, s.WatchEvents = true, e.Now, 0
+		s.Watch.Open, s.Watch.OpenedAt, s.Watch.Events = true, e.Now, 0
 	case fsm.CauseWatchListUnsupported:
 		discardStaged(s, out)
-		s.WatchListUnsupported = true
+		s.Server.WatchListUnsupported = true
 		m.startListing(s, out)
 
-	case fsm.CauseTooManyRequests, fsm.CauseConnectFailed, fsm.CauseStreamEndedQuickly:
+	case fsm.CauseServerBusy, fsm.CauseConnectFailed, fsm.CauseStreamEndedQuickly, fsm.CauseWatchRejected:
 		m.watchFailed(s, e, out)
-		m.backoff(s, e, row, out)
 	case fsm.CauseInternalErrorInWindow:
 		m.noteInternalError(s, e)
 		m.watchFailed(s, e, out)
-		m.backoff(s, e, row, out)
 	case fsm.CauseInternalErrorPastWindow:
 		// The streak is spent: relist. The completed LIST ends the streak, so a lasting outage
 		// costs one LIST per window, not one per error.
@@ -73,28 +74,24 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 		m.watchFailed(s, e, out)
 		m.openWatch(s, out)
 	case fsm.CauseExpired:
-		s.ExpiredStreak++
+		s.Watch.ExpiredStreak++
 		m.watchFailed(s, e, out)
 		m.startListing(s, out)
 	case fsm.CauseExpiredAgain:
-		s.ExpiredStreak++
+		s.Watch.ExpiredStreak++
 		m.watchFailed(s, e, out)
-		m.backoff(s, e, row, out)
 	case fsm.CauseTooLargeRV:
 		s.RVUnusable = true
 		m.watchFailed(s, e, out)
 		m.startListing(s, out)
-	case fsm.CauseWatchRejected:
-		m.watchFailed(s, e, out)
-		m.backoff(s, e, row, out)
 
 	case fsm.CauseRetryWatch:
-		s.Timer = 0
+		s.Wait.Timer = 0
 		m.openWatch(s, out)
 	case fsm.CauseRetryRelist, fsm.CauseRetryList:
-		s.Timer = 0
-		if s.ListContinue != "" {
-			m.listPage(s, out, pageContinue, s.ListContinue)
+		s.Wait.Timer = 0
+		if s.List.Continue != "" {
+			m.listPage(s, out, pageContinue, s.List.Continue)
 		} else {
 			m.startListing(s, out)
 		}
@@ -102,20 +99,23 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 	case fsm.CauseStop:
 		m.stop(s, out)
 	}
+	if row.To == fsm.Backoff {
+		m.backoff(s, e, row, out)
+	}
 }
 
 // watchEvent is the hot path: one ADDED/MODIFIED/DELETED/BOOKMARK frame on an open watch.
 func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
-	if !s.WatchOpen {
+	if !s.Watch.Open {
 		// A frame proves the stream is open even if the driver reported no headers event.
-		s.WatchOpen, s.WatchOpenedAt = true, e.Now
+		streamOpened(s, e)
 		accepted(s)
 	}
 	if e.ResourceVersion != "" && e.ResourceVersion != s.LastRV {
 		progress(s, e)
 	}
-	s.WatchEvents++
-	s.QuickEnds, s.ExpiredStreak = 0, 0
+	s.Watch.Events++
+	s.Watch.QuickEnds, s.Watch.ExpiredStreak = 0, 0
 	if e.Type != fsm.Bookmark {
 		emit(out, fsm.Command{Kind: fsm.CmdApply, Type: e.Type, Key: e.Key, ResourceVersion: e.ResourceVersion, Object: e.Object})
 	}
@@ -126,9 +126,9 @@ func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 // resource is not a failing server.
 func (m *Machine) watchFailed(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
 	if m.quickEnd(s, e) {
-		s.QuickEnds++
+		s.Watch.QuickEnds++
 	} else {
-		s.QuickEnds = 0
+		s.Watch.QuickEnds = 0
 	}
 	m.endRequest(s, e, out)
 }
@@ -140,14 +140,24 @@ func (m *Machine) endRequest(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 		emit(out, fsm.Command{Kind: fsm.CmdCancelRequest, Request: s.Request})
 	}
 	s.Request = 0
-	s.WatchOpen, s.WatchOpenedAt, s.WatchEvents = false, zeroTime, 0
+	streamClosed(s)
+}
+
+// streamOpened notes that the server opened the stream in flight.
+func streamOpened(s *fsm.Snapshot, e *fsm.Event) {
+	s.Watch.Open, s.Watch.OpenedAt = true, e.Now
+}
+
+// streamClosed forgets the current stream; the streaks that span watches stay.
+func streamClosed(s *fsm.Snapshot) {
+	s.Watch.Open, s.Watch.OpenedAt, s.Watch.Events = false, zeroTime, 0
 }
 
 // noteInternalError starts a streak at its first error. Later errors do not move the start:
 // time spent waiting between them is part of the streak's age, never a reason to forget it.
 func (m *Machine) noteInternalError(s *fsm.Snapshot, e *fsm.Event) {
-	if s.InternalStreakStart.IsZero() {
-		s.InternalStreakStart, s.InternalRewatches = e.Now, 0
+	if s.InternalErrors.Start.IsZero() {
+		s.InternalErrors.Start, s.InternalErrors.Rewatches = e.Now, 0
 	}
 }
 
@@ -157,12 +167,12 @@ func (m *Machine) stop(s *fsm.Snapshot, out *[]fsm.Command) {
 		s.Request = 0
 	}
 	discardStaged(s, out)
-	s.ListContinue = ""
-	if s.Timer != 0 {
-		emit(out, fsm.Command{Kind: fsm.CmdCancelTimer, Timer: s.Timer})
-		s.Timer = 0
+	s.List.Continue = ""
+	if s.Wait.Timer != 0 {
+		emit(out, fsm.Command{Kind: fsm.CmdCancelTimer, Timer: s.Wait.Timer})
+		s.Wait.Timer = 0
 	}
-	s.WatchOpen, s.WatchOpenedAt, s.WatchEvents = false, zeroTime, 0
+	streamClosed(s)
 	emit(out, fsm.Command{Kind: fsm.CmdStopped})
 }
 

@@ -29,10 +29,10 @@ func FuzzClassify(f *testing.F) {
 		if d, ok := retryAfter(fl); ok && d < 0 {
 			t.Fatalf("negative Retry-After %v from %+v", d, fl)
 		}
-		if fl.Status == nil && code == 429 && c != classBusy {
+		if fl.Status == nil && code == 429 && c != fsm.ClassBusy {
 			t.Fatalf("bare 429 classified %d", c)
 		}
-		if fl.Status == nil && code == 410 && c != classExpired {
+		if fl.Status == nil && code == 410 && c != fsm.ClassExpired {
 			t.Fatalf("bare 410 classified %d", c)
 		}
 	})

@@ -30,19 +30,19 @@ func (m *Machine) listRV(s *fsm.Snapshot) string {
 
 // startListing begins a new listing, as a watch-list stream when configured and supported.
 func (m *Machine) startListing(s *fsm.Snapshot, out *[]fsm.Command) {
-	s.ListRV = m.listRV(s)
-	if m.cfg.WatchList && !s.WatchListUnsupported {
-		s.Streaming = true
-		s.ListContinuing, s.ListFull = false, false
+	s.List.RV = m.listRV(s)
+	if m.cfg.WatchList && !s.Server.WatchListUnsupported {
+		s.List.Streaming = true
+		s.List.Continuing, s.List.Full = false, false
 		s.Request = m.nextID(s)
 		emit(out, fsm.Command{
-			Kind: fsm.CmdOpenWatch, Request: s.Request, ResourceVersion: s.ListRV, RVSet: s.ListRV != "",
+			Kind: fsm.CmdOpenWatch, Request: s.Request, ResourceVersion: s.List.RV, RVSet: s.List.RV != "",
 			Match: "NotOlderThan", Bookmarks: true, SendInitialEvents: true,
 			TimeoutSeconds: m.watchTimeout(s),
 		})
 		return
 	}
-	s.Streaming = false
+	s.List.Streaming = false
 	m.listPage(s, out, pageFirst, "")
 }
 
@@ -51,14 +51,14 @@ func (m *Machine) startListing(s *fsm.Snapshot, out *[]fsm.Command) {
 // the server has never paged a list (see paged).
 func (m *Machine) listPage(s *fsm.Snapshot, out *[]fsm.Command, kind pageKind, cont string) {
 	s.Request = m.nextID(s)
-	s.ListContinuing, s.ListFull = kind == pageContinue, kind == pageFull
-	s.ListContinue = cont
+	s.List.Continuing, s.List.Full = kind == pageContinue, kind == pageFull
+	s.List.Continue = cont
 	c := fsm.Command{Kind: fsm.CmdListPage, Request: s.Request}
 	if kind == pageContinue {
 		c.Continue = cont
 	} else {
-		c.ResourceVersion, c.RVSet = s.ListRV, true
-		if s.ListRV != "" && s.ListRV != "0" {
+		c.ResourceVersion, c.RVSet = s.List.RV, true
+		if s.List.RV != "" && s.List.RV != "0" {
 			// Without a match, a specific RV with a limit means Exact, which the server may have
 			// to read from etcd; NotOlderThan lets it serve from its watch cache.
 			c.Match = "NotOlderThan"
@@ -83,8 +83,8 @@ func (m *Machine) paged(s *fsm.Snapshot, kind pageKind) bool {
 	switch {
 	case kind == pageFull || m.cfg.PageSize <= 0:
 		return false
-	case kind == pageFirst && s.ListRV != "" && s.ListRV != "0":
-		return s.ServerPages || m.cfg.PageRelists
+	case kind == pageFirst && s.List.RV != "" && s.List.RV != "0":
+		return s.Server.Pages || m.cfg.PageRelists
 	}
 	return true
 }
@@ -94,27 +94,27 @@ func stagePage(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
 	if count == 0 {
 		return
 	}
-	s.Staged++
+	s.List.Staged++
 	emit(out, fsm.Command{Kind: fsm.CmdStage, Items: e.Items, ItemCount: count})
 }
 
 func discardStaged(s *fsm.Snapshot, out *[]fsm.Command) {
-	if s.Staged > 0 {
+	if s.List.Staged > 0 {
 		emit(out, fsm.Command{Kind: fsm.CmdDiscardStaged})
-		s.Staged = 0
+		s.List.Staged = 0
 	}
 }
 
 // replace hands everything staged to the store at rv.
 func (m *Machine) replace(s *fsm.Snapshot, rv string, now time.Time, out *[]fsm.Command) {
 	emit(out, fsm.Command{Kind: fsm.CmdReplaceStore, ResourceVersion: rv})
-	s.Staged = 0
-	s.Streaming, s.ListContinuing, s.ListFull, s.ListContinue = false, false, false, ""
+	s.List.Staged = 0
+	s.List.Streaming, s.List.Continuing, s.List.Full, s.List.Continue = false, false, false, ""
 	s.Synced = true
 	// A fresh full state is what relisting past the InternalError window buys. A streak that
 	// began before it must not buy another one (seen in the bench storm: a relist for a 410,
 	// then an InternalError 40 ms later relisting again because the streak was 49 s old).
-	s.InternalStreakStart, s.InternalRewatches = zeroTime, 0
+	s.InternalErrors.Start, s.InternalErrors.Rewatches = zeroTime, 0
 	s.RVAdvancedAt = now
 	if rv != "" {
 		s.LastRV = rv

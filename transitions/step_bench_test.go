@@ -104,7 +104,7 @@ func BenchmarkStepTransitions(b *testing.B) {
 		{"watch-error-expired", w, fsm.Event{Kind: fsm.EvWatchError, Now: benchT0, Request: 2, Failure: expired}},
 		{"watch-open-refused", w, fsm.Event{Kind: fsm.EvWatchOpenFailed, Now: benchT0, Request: 2, Failure: refused}},
 		{"stream-ended", w, fsm.Event{Kind: fsm.EvWatchEnded, Now: benchT0.Add(time.Minute), Request: 2}},
-		{"timer-fired", backingOff, fsm.Event{Kind: fsm.EvTimerFired, Now: benchT0, Timer: backingOff.Timer}},
+		{"timer-fired", backingOff, fsm.Event{Kind: fsm.EvTimerFired, Now: benchT0, Timer: backingOff.Wait.Timer}},
 		{"stop", w, fsm.Event{Kind: fsm.EvStop, Now: benchT0}},
 	}
 	for _, c := range cases {

@@ -21,7 +21,7 @@ func TestCauseTheTableRefusesIsIgnored(t *testing.T) {
 	// A timer id left in a snapshot outside Backoff: its firing reads as the retry it would be
 	// in Backoff, which Watching has no row for.
 	strayTimer := w
-	strayTimer.Timer, strayTimer.Next = 77, fsm.Watching
+	strayTimer.Wait.Timer, strayTimer.Wait.Next = 77, fsm.Watching
 
 	for _, c := range []struct {
 		name string
@@ -77,7 +77,7 @@ func TestStepFollowsTheTable(t *testing.T) {
 	for _, s0 := range []fsm.Snapshot{m.Initial(), listing, w, backingOff, relisting, stopped} {
 		for k := fsm.EvStart; k <= fsm.EvStop; k++ {
 			s := s0
-			e := fsm.Event{Kind: k, Now: benchT0, Request: s.Request, Timer: s.Timer, Type: fsm.Modified,
+			e := fsm.Event{Kind: k, Now: benchT0, Request: s.Request, Timer: s.Wait.Timer, Type: fsm.Modified,
 				Key: "a", ResourceVersion: "300"}
 			if k == fsm.EvListFailed || k == fsm.EvWatchError || k == fsm.EvWatchOpenFailed {
 				e.Failure = busy
@@ -93,7 +93,7 @@ func TestStepFollowsTheTable(t *testing.T) {
 			assert.Equal(t, row.To, s.State, "%s in %s", k, s0.State)
 			assert.Equal(t, row.Cause, s.Cause, "%s in %s", k, s0.State)
 			if row.To == fsm.Backoff {
-				assert.Equal(t, row.Then, s.Next, "%s in %s: the wait leads where the row says", k, s0.State)
+				assert.Equal(t, row.Then, s.Wait.Next, "%s in %s: the wait leads where the row says", k, s0.State)
 			}
 		}
 	}
@@ -117,9 +117,9 @@ func TestTimerLeadsToNext(t *testing.T) {
 	} {
 		s, _ := m.Next(w, fsm.Event{Kind: fsm.EvWatchError, Now: benchT0, Request: w.Request, Failure: c.failure})
 		require.Equal(t, fsm.Backoff, s.State)
-		require.Equal(t, c.next, s.Next)
+		require.Equal(t, c.next, s.Wait.Next)
 		timer, _ := fsm.Resume(c.next)
-		e := fsm.Event{Kind: fsm.EvTimerFired, Now: benchT0, Timer: s.Timer}
+		e := fsm.Event{Kind: fsm.EvTimerFired, Now: benchT0, Timer: s.Wait.Timer}
 		assert.Equal(t, timer, m.Classify(&s, &e))
 		s, _ = m.Next(s, e)
 		assert.Equal(t, c.next, s.State)

@@ -11,9 +11,9 @@ import (
 // as Snapshot.Next, through which the timer's row is found when it fires.
 func (m *Machine) backoff(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
 	d := m.delay(s, e, row.Then)
-	s.Next = row.Then
-	s.Timer = m.nextID(s)
-	emit(out, fsm.Command{Kind: fsm.CmdArmTimer, Timer: s.Timer, Delay: d, Reason: row.Cause})
+	s.Wait.Next = row.Then
+	s.Wait.Timer = m.nextID(s)
+	emit(out, fsm.Command{Kind: fsm.CmdArmTimer, Timer: s.Wait.Timer, Delay: d, Reason: row.Cause})
 }
 
 // delay is the wait before the retry that leads to next (docs/semantics.md, "Waiting").
@@ -27,9 +27,9 @@ func (m *Machine) delay(s *fsm.Snapshot, e *fsm.Event, next fsm.State) time.Dura
 	if ra, ok := retryAfter(e.Failure); ok && ra >= MinRetryAfter {
 		return m.retryAfterWait(s, e, next, min(ra, m.cfg.RetryAfterCap))
 	}
-	d := m.cfg.Backoff.Delay(s.Attempt, m.rand(s))
-	if s.Attempt < math.MaxInt32 {
-		s.Attempt++
+	d := m.cfg.Backoff.Delay(s.Wait.Attempt, m.rand(s))
+	if s.Wait.Attempt < math.MaxInt32 {
+		s.Wait.Attempt++
 	}
 	if next == fsm.Watching {
 		d = m.guardResumeRV(s, e, d)
@@ -46,9 +46,9 @@ func (m *Machine) delay(s *fsm.Snapshot, e *fsm.Event, next fsm.State) time.Dura
 // repeated Retry-After"). The spread never shortens the server's wait, never takes the wait
 // past RetryAfterCap, and for a re-watch never past the resume RV's lifetime.
 func (m *Machine) retryAfterWait(s *fsm.Snapshot, e *fsm.Event, next fsm.State, ra time.Duration) time.Duration {
-	repeated := s.RetryAfterRepeats > 0
-	if s.RetryAfterRepeats < math.MaxInt32 {
-		s.RetryAfterRepeats++
+	repeated := s.RetryAfter.Repeats > 0
+	if s.RetryAfter.Repeats < math.MaxInt32 {
+		s.RetryAfter.Repeats++
 	}
 	if !repeated || m.cfg.RetryAfterSpread <= 0 {
 		return ra
@@ -72,13 +72,13 @@ func (m *Machine) guardResumeRV(s *fsm.Snapshot, e *fsm.Event, d time.Duration) 
 
 // accepted notes that the server took a request (a LIST page, an opened watch): a Retry-After
 // after it is a new rejection, not a repeat.
-func accepted(s *fsm.Snapshot) { s.RetryAfterRepeats = 0 }
+func accepted(s *fsm.Snapshot) { s.RetryAfter.Repeats = 0 }
 
 // progress is a watch moving the last observed RV (docs/semantics.md, "reset on progress"):
 // proof that the server serves this watch again, so the backoff starts from its first step
 // and any InternalError streak is over.
 func progress(s *fsm.Snapshot, e *fsm.Event) {
 	s.LastRV, s.RVUnusable, s.RVAdvancedAt = e.ResourceVersion, false, e.Now
-	s.Attempt = 0
-	s.InternalStreakStart, s.InternalRewatches = zeroTime, 0
+	s.Wait.Attempt = 0
+	s.InternalErrors.Start, s.InternalErrors.Rewatches = zeroTime, 0
 }

@@ -11,9 +11,9 @@ var zeroTime time.Time
 // openWatch re-opens the watch from the last observed resourceVersion.
 func (m *Machine) openWatch(s *fsm.Snapshot, out *[]fsm.Command) {
 	s.Request = m.nextID(s)
-	s.WatchOpen, s.WatchOpenedAt, s.WatchEvents = false, zeroTime, 0
-	if !s.InternalStreakStart.IsZero() {
-		s.InternalRewatches++
+	streamClosed(s)
+	if !s.InternalErrors.Start.IsZero() {
+		s.InternalErrors.Rewatches++
 	}
 	emit(out, fsm.Command{
 		Kind: fsm.CmdOpenWatch, Request: s.Request, ResourceVersion: s.LastRV, RVSet: true,

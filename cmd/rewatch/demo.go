@@ -138,7 +138,7 @@ type demoRun struct {
 func (d *demoRun) observe(t driver.Transition) {
 	d.mu.Lock()
 	s := t.Snapshot
-	d.healthy = s.State == fsm.Watching && s.WatchOpen && s.WatchEvents > 0
+	d.healthy = s.State == fsm.Watching && s.Watch.Open && s.Watch.Events > 0
 	if t.Cause != fsm.NoCause && t.Event.Failure != nil {
 		d.failures++
 	}

@@ -56,7 +56,7 @@ func FuzzStep(f *testing.F) {
 				now = now.Add(time.Duration(b[4]) * 100 * time.Millisecond)
 				e := fsm.Event{Kind: fsm.EventKind(1 + b[0]%10), Now: now, Type: fsm.WatchEventType(1 + b[2]%4)}
 				e.Request = s.Request + uint64(b[1]%3) - 1 // mostly the current request, sometimes stale
-				e.Timer = s.Timer
+				e.Timer = s.Wait.Timer
 				if b[1]%5 == 0 {
 					e.Timer++
 				}
@@ -91,12 +91,12 @@ func FuzzStep(f *testing.F) {
 
 func TestCheckStepHoldsWaitsToTheirThen(t *testing.T) {
 	watching := fsm.Snapshot{State: fsm.Watching}
-	waiting := fsm.Snapshot{State: fsm.Backoff, Next: fsm.Watching}
-	require.NoError(t, fsmcheck.CheckStep(watching, fsm.CauseTooManyRequests, waiting))
-	relistLater := fsm.Snapshot{State: fsm.Backoff, Next: fsm.Relisting}
+	waiting := fsm.Snapshot{State: fsm.Backoff, Wait: fsm.WaitState{Next: fsm.Watching}}
+	require.NoError(t, fsmcheck.CheckStep(watching, fsm.CauseServerBusy, waiting))
+	relistLater := fsm.Snapshot{State: fsm.Backoff, Wait: fsm.WaitState{Next: fsm.Relisting}}
 	require.NoError(t, fsmcheck.CheckStep(watching, fsm.CauseWatchRejected, relistLater))
 
-	require.ErrorContains(t, fsmcheck.CheckStep(watching, fsm.CauseTooManyRequests, relistLater),
+	require.ErrorContains(t, fsmcheck.CheckStep(watching, fsm.CauseServerBusy, relistLater),
 		"waits to go on in Relisting, the table says Watching")
 	require.ErrorContains(t, fsmcheck.CheckStep(waiting, fsm.CauseRetryRelist, fsm.Snapshot{State: fsm.Relisting}),
 		"the wait was armed to lead to Watching")

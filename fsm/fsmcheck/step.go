@@ -36,12 +36,12 @@ func CheckStep(before fsm.Snapshot, cause fsm.Cause, after fsm.Snapshot) error {
 	}
 	if after.State == fsm.Backoff {
 		row, _ := fsm.Lookup(before.State, cause)
-		if after.Next != row.Then {
-			return fmt.Errorf("fsmcheck: %s --%s--> Backoff waits to go on in %s, the table says %s", before.State, cause, after.Next, row.Then)
+		if after.Wait.Next != row.Then {
+			return fmt.Errorf("fsmcheck: %s --%s--> Backoff waits to go on in %s, the table says %s", before.State, cause, after.Wait.Next, row.Then)
 		}
 	}
-	if before.State == fsm.Backoff && cause != fsm.CauseStop && after.State != before.Next {
-		return fmt.Errorf("fsmcheck: Backoff --%s--> %s, but the wait was armed to lead to %s", cause, after.State, before.Next)
+	if before.State == fsm.Backoff && cause != fsm.CauseStop && after.State != before.Wait.Next {
+		return fmt.Errorf("fsmcheck: Backoff --%s--> %s, but the wait was armed to lead to %s", cause, after.State, before.Wait.Next)
 	}
 	return nil
 }

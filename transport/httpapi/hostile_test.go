@@ -176,7 +176,7 @@ func TestHostileRetryAfter(t *testing.T) {
 				fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}`)
 			}
 			r := runAgainst(t, &scripted{watch: []func(http.ResponseWriter){tooMany, hang}}, nil)
-			tr := r.waitCause(t, fsm.CauseTooManyRequests)
+			tr := r.waitCause(t, fsm.CauseServerBusy)
 			require.True(t, tc.want(armed(tr)), "waited %v for Retry-After %q", armed(tr), tc.header)
 		})
 	}
