@@ -74,13 +74,13 @@ current-context: proxy
 	require.Less(t, time.Since(start), time.Second, "SIGINT stops within a second")
 
 	out := stdout.String()
-	for _, want := range []string{"too-many-requests", "retry-watch", "expired", "list-complete", "LISTs avoided"} {
+	for _, want := range []string{"server-busy", "retry-watch", "expired", "list-complete", "LISTs avoided"} {
 		require.Contains(t, out, want)
 	}
 	require.Equal(t, 2, resourceLists(), "one LIST, plus one for the 410: %v", e.requests(faultproxy.List))
 
 	replay, err := exec.Command(bin, "replay", "--check", journalPath).CombinedOutput()
 	require.NoError(t, err, "%s", replay)
-	require.True(t, strings.Contains(string(replay), "too-many-requests"), "%s", replay)
+	require.True(t, strings.Contains(string(replay), "server-busy"), "%s", replay)
 	e.report("CLI `rewatch watch` (429 at start, then 410)", "journal replays with --check")
 }

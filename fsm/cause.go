@@ -130,7 +130,9 @@ var causeDecls = [numCauses]CauseInfo{
 	// A frame on a stream not yet reported open counts as its opening, and so as accepted
 	// (transitions' watchEvent); any later frame finds nothing to reset.
 	CauseWatchEvent: {ID: "watch-event", Label: "ADDED / MODIFIED / DELETED / BOOKMARK"},
-	CauseServerBusy: {ID: "too-many-requests", Label: "429 / Retry-After (also 503, server timeout)",
+	// Named for what it covers (429, 503, 504 server timeout); journals before the rename
+	// called it too-many-requests.
+	CauseServerBusy: {ID: "server-busy", Aliases: []string{"too-many-requests"}, Label: "429 / Retry-After (also 503, server timeout)",
 		Classes: ClassesOf(ClassBusy), Retry: true, AvoidsList: AvoidsList},
 	CauseInternalErrorInWindow: {ID: "internal-error-in-window", Label: "InternalError within window",
 		Classes: internalErrorsClass, Retry: true, AvoidsList: AvoidsList},

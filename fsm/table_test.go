@@ -138,7 +138,7 @@ func TestIndexTableRefusesBrokenTables(t *testing.T) {
 		err   string
 	}{
 		{"forgotten Then", with(Transition{From: Watching, Cause: CauseServerBusy, To: Backoff}),
-			"Watching --too-many-requests--> Backoff has no Then"},
+			"Watching --server-busy--> Backoff has no Then"},
 		{"Then without a timer row", with(Transition{From: Listing, Cause: CauseListFailed, To: Backoff, Then: Listing}),
 			"leads on to Listing, but Backoff has no timer row into it"},
 		{"Then on a row that does not wait", with(Transition{From: Watching, Cause: CauseExpired, To: Relisting, Then: Watching}),

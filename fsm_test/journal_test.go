@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/journal"
 	"github.com/rewatch/rewatch/transitions"
 )
@@ -125,6 +127,25 @@ func TestJournalV2FromTheStormReplays(t *testing.T) {
 	f, err := os.Open("../bench/results/storm-seed12-rewatch-head.journal")
 	require.NoError(t, err)
 	defer f.Close()
-	_, err = journal.Replay(f, journal.ReplayOptions{Check: true})
+	b, err := io.ReadAll(f)
 	require.NoError(t, err)
+	require.Contains(t, string(b), `"cause":"too-many-requests"`, "the storm journal holds the cause's old id")
+	_, err = journal.Replay(bytes.NewReader(b), journal.ReplayOptions{Check: true})
+	require.NoError(t, err)
+}
+
+// A cause renamed since a journal was written is read by its old id (fsm.CauseInfo.Aliases):
+// a v3 journal that says too-many-requests for server-busy replays to the same decisions.
+func TestJournalWithARenamedCauseReplays(t *testing.T) {
+	r := scriptedRunOn(t, transitions.MustNew(transcriptConfig(nil)),
+		"start", "list-page rv=100", "watch-open-failed status=429 retry-after=2s", "+2s timer-fired", "watch-opened")
+	recorded := writeJournal(t, r).String()
+	require.Contains(t, recorded, `"server-busy"`)
+	old := strings.ReplaceAll(recorded, `"server-busy"`, `"too-many-requests"`)
+	var causes []fsm.Cause
+	_, err := journal.Replay(strings.NewReader(old), journal.ReplayOptions{Check: true, OnStep: func(st journal.Step) {
+		causes = append(causes, st.Record.Cause)
+	}})
+	require.NoError(t, err)
+	require.Contains(t, causes, fsm.CauseServerBusy)
 }

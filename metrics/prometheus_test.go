@@ -42,7 +42,7 @@ rewatch_cm_requests_total{kind="list",resource="configmaps"} 1
 rewatch_cm_requests_total{kind="watch",resource="configmaps"} 2
 # HELP rewatch_cm_transitions_total State machine transitions, by source state, target state and cause.
 # TYPE rewatch_cm_transitions_total counter
-rewatch_cm_transitions_total{cause="too-many-requests",from="Watching",resource="configmaps",to="Backoff"} 1
+rewatch_cm_transitions_total{cause="server-busy",from="Watching",resource="configmaps",to="Backoff"} 1
 # HELP rewatch_cm_objects Objects in the reflector's store.
 # TYPE rewatch_cm_objects gauge
 rewatch_cm_objects{resource="configmaps"} 42
@@ -82,21 +82,21 @@ rewatch_cm_objects{resource="configmaps"} 42
 	wantHist := `
 # HELP rewatch_cm_backoff_wait_seconds Completed backoff and Retry-After waits, by the cause that started them.
 # TYPE rewatch_cm_backoff_wait_seconds histogram
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="0.005"} 0
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="0.025"} 0
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="0.1"} 0
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="0.25"} 0
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="0.5"} 0
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="1"} 0
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="2.5"} 1
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="5"} 1
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="10"} 1
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="30"} 1
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="60"} 1
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="120"} 1
-rewatch_cm_backoff_wait_seconds_bucket{reason="too-many-requests",resource="configmaps",le="300"} 1
-rewatch_cm_backoff_wait_seconds_sum{reason="too-many-requests",resource="configmaps"} 1.5
-rewatch_cm_backoff_wait_seconds_count{reason="too-many-requests",resource="configmaps"} 1
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="0.005"} 0
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="0.025"} 0
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="0.1"} 0
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="0.25"} 0
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="0.5"} 0
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="1"} 0
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="2.5"} 1
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="5"} 1
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="10"} 1
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="30"} 1
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="60"} 1
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="120"} 1
+rewatch_cm_backoff_wait_seconds_bucket{reason="server-busy",resource="configmaps",le="300"} 1
+rewatch_cm_backoff_wait_seconds_sum{reason="server-busy",resource="configmaps"} 1.5
+rewatch_cm_backoff_wait_seconds_count{reason="server-busy",resource="configmaps"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantHist), "rewatch_cm_backoff_wait_seconds"); err != nil {
 		t.Error(err)
