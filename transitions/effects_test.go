@@ -1,0 +1,338 @@
+package transitions
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// play drives a machine through events that answer whatever is in flight, for setting up a
+// state in which the next event takes a given row.
+type play struct {
+	t   *testing.T
+	m   *Machine
+	s   fsm.Snapshot
+	now time.Time
+}
+
+func newPlay(t *testing.T, cfg Config) *play {
+	cfg.Seed = 1
+	m := MustNew(cfg)
+	return &play{t: t, m: m, s: m.Initial(), now: benchT0}
+}
+
+func (p *play) event(kind fsm.EventKind) fsm.Event {
+	return fsm.Event{Kind: kind, Now: p.now, Request: p.s.Request}
+}
+
+func (p *play) step(e fsm.Event) []fsm.Command {
+	p.t.Helper()
+	from := p.s.State
+	out := p.m.Step(&p.s, &e, nil)
+	require.NotEqual(p.t, fsm.NoCause, p.s.Cause, "setup event %s ignored in %s", e, from)
+	return out
+}
+
+func (p *play) start() *play {
+	p.step(fsm.Event{Kind: fsm.EvStart, Now: p.now})
+	return p
+}
+
+func (p *play) page(rv, cont string) *play {
+	e := p.event(fsm.EvListPage)
+	e.ResourceVersion, e.Continue, e.ItemCount = rv, cont, 2
+	p.step(e)
+	return p
+}
+
+func (p *play) watching() *play {
+	p.start()
+	if p.m.cfg.WatchList {
+		e := p.event(fsm.EvWatchEvent)
+		e.Type, e.ResourceVersion, e.InitialEventsEnd = fsm.Bookmark, "100", true
+		p.step(e)
+		return p
+	}
+	return p.page("100", "")
+}
+
+func (p *play) watchFails(code int) *play {
+	e := p.event(fsm.EvWatchOpenFailed)
+	e.Failure = httpBare(code)
+	p.step(e)
+	return p
+}
+
+func (p *play) fire() *play {
+	p.now = p.now.Add(time.Hour)
+	p.step(fsm.Event{Kind: fsm.EvTimerFired, Now: p.now, Timer: p.s.Wait.Timer})
+	return p
+}
+
+func (p *play) initialEvent() *play {
+	e := p.event(fsm.EvWatchEvent)
+	e.Type, e.Key, e.ResourceVersion = fsm.Added, "ns/a", "5"
+	p.step(e)
+	return p
+}
+
+func failing(kind fsm.EventKind, f *fsm.Failure) func(*play) fsm.Event {
+	return func(p *play) fsm.Event { e := p.event(kind); e.Failure = f; return e }
+}
+
+func plain(kind fsm.EventKind) func(*play) fsm.Event {
+	return func(p *play) fsm.Event { return p.event(kind) }
+}
+
+// rowCase sets a machine up in the row's From state and returns the event that takes the row,
+// with the commands the row must give, by kind.
+type rowCase struct {
+	cfg   Config
+	setup func(*play)
+	event func(*play) fsm.Event
+	want  []fsm.CommandKind
+}
+
+var (
+	relisting   = func(p *play) { p.watching().watchFails(410) }
+	watchListOn = Config{WatchList: true}
+)
+
+// rowCases has one case per row of fsm.Table: TestEveryTableRowHasItsEffects fails for a row
+// without one, so a new row comes with what it must do.
+func rowCases() map[fsm.Transition]rowCase {
+	row := func(from fsm.State, c fsm.Cause) fsm.Transition {
+		r, ok := fsm.Lookup(from, c)
+		if !ok {
+			panic(fmt.Sprintf("no row %s --%s-->", from, c))
+		}
+		return r
+	}
+	const (
+		list    = fsm.CmdListPage
+		watch   = fsm.CmdOpenWatch
+		arm     = fsm.CmdArmTimer
+		stage   = fsm.CmdStage
+		replace = fsm.CmdReplaceStore
+		discard = fsm.CmdDiscardStaged
+		cancel  = fsm.CmdCancelRequest
+		stopped = fsm.CmdStopped
+	)
+	cases := map[fsm.Transition]rowCase{}
+	// Listing and Relisting list alike; only their setup differs.
+	for _, from := range []fsm.State{fsm.Listing, fsm.Relisting} {
+		setup := func(p *play) { p.start() }
+		if from == fsm.Relisting {
+			setup = relisting
+		}
+		cases[row(from, fsm.CauseListPageMore)] = rowCase{setup: setup,
+			event: func(p *play) fsm.Event { e := p.event(fsm.EvListPage); e.Continue, e.ItemCount = "c1", 2; return e },
+			want:  []fsm.CommandKind{stage, list}}
+		cases[row(from, fsm.CauseListComplete)] = rowCase{setup: setup,
+			event: func(p *play) fsm.Event { e := p.event(fsm.EvListPage); e.ResourceVersion, e.ItemCount = "200", 2; return e },
+			want:  []fsm.CommandKind{stage, replace, watch}}
+		cases[row(from, fsm.CauseListExpired)] = rowCase{setup: setup,
+			event: failing(fsm.EvListFailed, httpBare(410)), want: []fsm.CommandKind{list}}
+		cases[row(from, fsm.CauseContinueExpired)] = rowCase{setup: func(p *play) { setup(p); p.page("", "c1") },
+			event: failing(fsm.EvListFailed, httpBare(410)), want: []fsm.CommandKind{discard, list}}
+		cases[row(from, fsm.CauseListFailed)] = rowCase{setup: setup,
+			event: failing(fsm.EvListFailed, httpBare(500)), want: []fsm.CommandKind{arm}}
+		cases[row(from, fsm.CauseListRejected)] = rowCase{setup: setup,
+			event: failing(fsm.EvListFailed, httpBare(403)), want: []fsm.CommandKind{arm}}
+		cases[row(from, fsm.CauseWatchListOpened)] = rowCase{cfg: watchListOn, setup: setup,
+			event: plain(fsm.EvWatchOpened)}
+		cases[row(from, fsm.CauseInitialEvent)] = rowCase{cfg: watchListOn, setup: setup,
+			event: func(p *play) fsm.Event { e := p.event(fsm.EvWatchEvent); e.Type, e.Key = fsm.Added, "ns/a"; return e },
+			want:  []fsm.CommandKind{stage}}
+		cases[row(from, fsm.CauseInitialEventsEnd)] = rowCase{cfg: watchListOn, setup: func(p *play) { setup(p); p.initialEvent() },
+			event: func(p *play) fsm.Event {
+				e := p.event(fsm.EvWatchEvent)
+				e.Type, e.ResourceVersion, e.InitialEventsEnd = fsm.Bookmark, "300", true
+				return e
+			},
+			want: []fsm.CommandKind{replace}}
+		cases[row(from, fsm.CauseWatchListUnsupported)] = rowCase{cfg: watchListOn, setup: func(p *play) { setup(p); p.initialEvent() },
+			event: failing(fsm.EvWatchOpenFailed, httpBare(422)), want: []fsm.CommandKind{discard, list}}
+		cases[row(from, fsm.CauseInitialTransferCut)] = rowCase{cfg: watchListOn, setup: func(p *play) { setup(p); p.initialEvent() },
+			event: plain(fsm.EvWatchEnded), want: []fsm.CommandKind{discard, arm}}
+		cases[row(from, fsm.CauseStop)] = rowCase{setup: setup,
+			event: plain(fsm.EvStop), want: []fsm.CommandKind{cancel, stopped}}
+	}
+	cases[row(fsm.Listing, fsm.CauseStart)] = rowCase{setup: func(*play) {},
+		event: plain(fsm.EvStart), want: []fsm.CommandKind{list}}
+
+	watching := func(p *play) { p.watching() }
+	opened := func(p *play) { p.watching(); p.step(p.event(fsm.EvWatchOpened)) }
+	cases[row(fsm.Watching, fsm.CauseWatchOpened)] = rowCase{setup: watching, event: plain(fsm.EvWatchOpened)}
+	cases[row(fsm.Watching, fsm.CauseWatchEvent)] = rowCase{setup: opened,
+		event: func(p *play) fsm.Event {
+			e := p.event(fsm.EvWatchEvent)
+			e.Type, e.Key, e.ResourceVersion = fsm.Modified, "ns/a", "101"
+			return e
+		},
+		want: []fsm.CommandKind{fsm.CmdApply}}
+	cases[row(fsm.Watching, fsm.CauseServerBusy)] = rowCase{setup: watching,
+		event: failing(fsm.EvWatchOpenFailed, httpBare(429)), want: []fsm.CommandKind{arm}}
+	cases[row(fsm.Watching, fsm.CauseInternalErrorInWindow)] = rowCase{setup: opened,
+		event: failing(fsm.EvWatchError, httpBare(500)), want: []fsm.CommandKind{cancel, arm}}
+	cases[row(fsm.Watching, fsm.CauseInternalErrorPastWindow)] = rowCase{
+		setup: func(p *play) {
+			p.watching()
+			for range DefaultInternalErrorRewatches {
+				p.watchFails(500).fire()
+			}
+		},
+		event: failing(fsm.EvWatchOpenFailed, httpBare(500)), want: []fsm.CommandKind{list}}
+	cases[row(fsm.Watching, fsm.CauseConnectFailed)] = rowCase{setup: watching,
+		event: failing(fsm.EvWatchOpenFailed, &fsm.Failure{Transport: fsm.Refused}), want: []fsm.CommandKind{arm}}
+	cases[row(fsm.Watching, fsm.CauseStreamEnded)] = rowCase{setup: opened,
+		event: plain(fsm.EvWatchEnded), want: []fsm.CommandKind{watch}}
+	cases[row(fsm.Watching, fsm.CauseStreamEndedQuickly)] = rowCase{
+		setup: func(p *play) { opened(p); p.step(p.event(fsm.EvWatchEnded)); p.step(p.event(fsm.EvWatchOpened)) },
+		event: plain(fsm.EvWatchEnded), want: []fsm.CommandKind{arm}}
+	cases[row(fsm.Watching, fsm.CauseExpired)] = rowCase{setup: opened,
+		event: failing(fsm.EvWatchError, httpBare(410)), want: []fsm.CommandKind{cancel, list}}
+	cases[row(fsm.Watching, fsm.CauseExpiredAgain)] = rowCase{setup: func(p *play) { relisting(p); p.page("200", "") },
+		event: failing(fsm.EvWatchOpenFailed, httpBare(410)), want: []fsm.CommandKind{arm}}
+	cases[row(fsm.Watching, fsm.CauseTooLargeRV)] = rowCase{setup: watching,
+		event: failing(fsm.EvWatchOpenFailed, httpStatus(504, tooLargeRVStatus())), want: []fsm.CommandKind{list}}
+	cases[row(fsm.Watching, fsm.CauseWatchRejected)] = rowCase{setup: watching,
+		event: failing(fsm.EvWatchOpenFailed, httpBare(403)), want: []fsm.CommandKind{arm}}
+	cases[row(fsm.Watching, fsm.CauseStop)] = rowCase{setup: opened,
+		event: plain(fsm.EvStop), want: []fsm.CommandKind{cancel, stopped}}
+
+	timer := func(p *play) fsm.Event {
+		p.now = p.now.Add(time.Hour)
+		return fsm.Event{Kind: fsm.EvTimerFired, Now: p.now, Timer: p.s.Wait.Timer}
+	}
+	cases[row(fsm.Backoff, fsm.CauseRetryWatch)] = rowCase{setup: func(p *play) { p.watching().watchFails(429) },
+		event: timer, want: []fsm.CommandKind{watch}}
+	cases[row(fsm.Backoff, fsm.CauseRetryRelist)] = rowCase{setup: func(p *play) { p.watching().watchFails(403) },
+		event: timer, want: []fsm.CommandKind{list}}
+	cases[row(fsm.Backoff, fsm.CauseRetryList)] = rowCase{setup: func(p *play) { p.start(); p.step(failing(fsm.EvListFailed, httpBare(500))(p)) },
+		event: timer, want: []fsm.CommandKind{list}}
+	cases[row(fsm.Backoff, fsm.CauseStop)] = rowCase{setup: func(p *play) { p.watching().watchFails(429) },
+		event: plain(fsm.EvStop), want: []fsm.CommandKind{fsm.CmdCancelTimer, stopped}}
+	return cases
+}
+
+// Every row of fsm.Table, stepped: the event takes exactly that row, and the row does what its
+// kind of row must do — a row into Backoff arms one timer for its cause and remembers its Then,
+// a row into a listing state or out of Backoff issues the request it goes on with, a row that
+// completes a listing replaces the store — and gives exactly the commands its case lists.
+func TestEveryTableRowHasItsEffects(t *testing.T) {
+	cases := rowCases()
+	for _, row := range fsm.Table {
+		name := fmt.Sprintf("%s --%s--> %s", row.From, row.Cause, row.To)
+		t.Run(name, func(t *testing.T) {
+			c, ok := cases[row]
+			require.True(t, ok, "no case for row %s: add one to rowCases", name)
+			p := newPlay(t, c.cfg)
+			c.setup(p)
+			require.Equal(t, row.From, p.s.State, "setup")
+			e := c.event(p)
+			before := p.s
+			out := p.m.Step(&p.s, &e, nil)
+			require.Equal(t, row.Cause, p.s.Cause, "the event took another row")
+			require.Equal(t, row.To, p.s.State)
+
+			assert.Equal(t, kindsString(c.want), kindsOf(out), "commands")
+			checkRowKind(t, row, before, p.s, out)
+		})
+	}
+}
+
+// checkRowKind holds what every row of a kind must do, whatever its cause.
+func checkRowKind(t *testing.T, row fsm.Transition, before, after fsm.Snapshot, out []fsm.Command) {
+	t.Helper()
+	switch {
+	case row.To == fsm.Backoff:
+		arms := commandsOf(out, fsm.CmdArmTimer)
+		require.Len(t, arms, 1, "a row into Backoff arms one timer")
+		assert.Equal(t, row.Cause, arms[0].Reason, "the timer's reason is the row's cause")
+		assert.Equal(t, arms[0].Timer, after.Wait.Timer)
+		assert.Equal(t, row.Then, after.Wait.Next, "the wait leads where the row's Then says")
+		assert.Zero(t, after.Request, "nothing is in flight while waiting")
+		assert.GreaterOrEqual(t, arms[0].Delay, MinWait)
+	case row.To == fsm.Stopped:
+		require.NotEmpty(t, out)
+		assert.Equal(t, fsm.CmdStopped, out[len(out)-1].Kind)
+		assert.Zero(t, after.Request)
+		assert.Zero(t, after.Wait.Timer)
+	case row.From == fsm.Backoff:
+		require.Len(t, out, 1, "a timer row issues the request it goes on with")
+		assert.Equal(t, after.Request, out[0].Request)
+		if row.To == fsm.Watching {
+			assert.Equal(t, fsm.CmdOpenWatch, out[0].Kind)
+			assert.Equal(t, after.LastRV, out[0].ResourceVersion, "re-watch from the last RV")
+		} else {
+			assert.True(t, listRequest(out[0]), "a timer row into %s lists: %v", row.To, out[0])
+		}
+		assert.Zero(t, after.Wait.Timer)
+	case (row.To == fsm.Listing || row.To == fsm.Relisting) && row.From != row.To:
+		assert.True(t, len(out) > 0 && listRequest(out[len(out)-1]), "a row into %s lists: %v", row.To, out)
+		assert.True(t, after.Synced, "a relist keeps the synced store serving")
+	case row.To == fsm.Watching && row.From != fsm.Watching:
+		require.NotEmpty(t, commandsOf(out, fsm.CmdReplaceStore), "a listing that completes replaces the store")
+		assert.True(t, after.Synced)
+		assert.Zero(t, after.List.Staged)
+	}
+	if row.Cause.Accepted() {
+		assert.Zero(t, after.RetryAfter.Repeats, "%s: the server accepted a request", row.Cause)
+	}
+	if len(out) > 0 && (out[len(out)-1].Kind == fsm.CmdListPage || out[len(out)-1].Kind == fsm.CmdOpenWatch) {
+		assert.NotEqual(t, before.Request, after.Request, "a new request has a new id")
+	}
+}
+
+func listRequest(c fsm.Command) bool {
+	return c.Kind == fsm.CmdListPage || c.Kind == fsm.CmdOpenWatch && c.SendInitialEvents
+}
+
+func commandsOf(out []fsm.Command, kind fsm.CommandKind) []fsm.Command {
+	var got []fsm.Command
+	for _, c := range out {
+		if c.Kind == kind {
+			got = append(got, c)
+		}
+	}
+	return got
+}
+
+func kindsOf(out []fsm.Command) string {
+	kinds := make([]fsm.CommandKind, len(out))
+	for i, c := range out {
+		kinds[i] = c.Kind
+	}
+	return kindsString(kinds)
+}
+
+func kindsString(kinds []fsm.CommandKind) string {
+	s := make([]string, len(kinds))
+	for i, k := range kinds {
+		s[i] = k.String()
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
+
+// A row whose cause is read from a failure is reached by that failure's shape in both
+// transports (TestClassifiedFailuresTakeTheirCause); this holds the other direction: the table
+// has no failure row left unclassified, every cause with classes is a row somewhere.
+func TestEveryFailureCauseHasARow(t *testing.T) {
+	for _, c := range fsm.Causes() {
+		if c.Classes() == 0 {
+			continue
+		}
+		found := false
+		for _, row := range fsm.Table {
+			found = found || row.Cause == c
+		}
+		assert.True(t, found, "%s declares classes %v but has no row", c, c.Classes().List())
+	}
+}
