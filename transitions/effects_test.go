@@ -135,8 +135,12 @@ func rowCases() map[fsm.Transition]rowCase {
 			event: func(p *play) fsm.Event { e := p.event(fsm.EvListPage); e.Continue, e.ItemCount = "c1", 2; return e },
 			want:  []fsm.CommandKind{stage, list}}
 		cases[row(from, fsm.CauseListComplete)] = rowCase{setup: setup,
-			event: func(p *play) fsm.Event { e := p.event(fsm.EvListPage); e.ResourceVersion, e.ItemCount = "200", 2; return e },
-			want:  []fsm.CommandKind{stage, replace, watch}}
+			event: func(p *play) fsm.Event {
+				e := p.event(fsm.EvListPage)
+				e.ResourceVersion, e.ItemCount = "200", 2
+				return e
+			},
+			want: []fsm.CommandKind{stage, replace, watch}}
 		cases[row(from, fsm.CauseListExpired)] = rowCase{setup: setup,
 			event: failing(fsm.EvListFailed, httpBare(410)), want: []fsm.CommandKind{list}}
 		cases[row(from, fsm.CauseContinueExpired)] = rowCase{setup: func(p *play) { setup(p); p.page("", "c1") },
