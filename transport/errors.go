@@ -34,7 +34,7 @@ func Classify(err error) fsm.Transport {
 		return fsm.Reset
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return fsm.EOF
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+	case errors.Is(err, ErrSilent), errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.As(err, &ne) && ne.Timeout():
 		return fsm.Timeout
 	default:

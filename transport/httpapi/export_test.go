@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -14,19 +15,19 @@ import (
 // DecodeStreamForTest exposes the JSON frame decoder to the fuzz target.
 func DecodeStreamForTest(body io.ReadCloser, maxFrame int64, emit func(fsm.Event) bool) {
 	t := &Transport{cfg: Config{Decoder: Unstructured(), MaxFrameBytes: maxFrame}}
-	t.decodeStream(context.Background(), body, MediaJSON, 1, emit)
+	t.decodeStream(context.Background(), body, MediaJSON, 1, nil, emit)
 }
 
 // DecodeProtobufStreamForTest exposes the protobuf frame decoder, typed, to the fuzz target.
 func DecodeProtobufStreamForTest(body io.ReadCloser, maxFrame int64, emit func(fsm.Event) bool) {
 	t := &Transport{cfg: Config{Decoder: Typed(scheme.Scheme), MaxFrameBytes: maxFrame}}
-	t.decodeStream(context.Background(), body, MediaProtobuf, 1, emit)
+	t.decodeStream(context.Background(), body, MediaProtobuf, 1, nil, emit)
 }
 
 // DecodeCBORStreamForTest exposes the CBOR frame decoder, unstructured, to the fuzz target.
 func DecodeCBORStreamForTest(body io.ReadCloser, maxFrame int64, emit func(fsm.Event) bool) {
 	t := &Transport{cfg: Config{Decoder: Unstructured(), MaxFrameBytes: maxFrame}}
-	t.decodeStream(context.Background(), body, MediaCBOR, 1, emit)
+	t.decodeStream(context.Background(), body, MediaCBOR, 1, nil, emit)
 }
 
 // DecodeProtobufListBothWaysForTest decodes a protobuf LIST body item by item and in one
@@ -80,4 +81,9 @@ func DecodeListBothWaysForTest(decoder, mediaType string, body []byte) (streamed
 	}
 	whole.Items, whole.RV, whole.Continue, whole.Err = decodeWhole(body)
 	return streamed, whole
+}
+
+// WatchWithSilenceForTest is Watch with a silence bound given directly.
+func (t *Transport) WatchWithSilenceForTest(ctx context.Context, c fsm.Command, silence time.Duration, emit func(fsm.Event) bool) {
+	t.watch(ctx, c, silence, emit)
 }

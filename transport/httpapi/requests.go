@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -135,10 +136,21 @@ func (b *listBody) Read(p []byte) (int, error) {
 // Watch opens the watch c asks for and emits what happens — EvWatchOpenFailed, or EvWatchOpened
 // and then the stream's events — until the stream ends, emit returns false or ctx is done.
 func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
-	resp, err := t.get(ctx, &c)
+	t.watch(ctx, c, pendingSilenceBound(&c), emit)
+}
+
+// watch is Watch with the silence bound given: a watch that has delivered nothing — not its
+// response headers, not a frame — for longer than silence is ended, and reported as a
+// Timeout failure carrying a transport.SilentError (docs/semantics.md, "silent watch").
+func (t *Transport) watch(ctx context.Context, c fsm.Command, silence time.Duration, emit func(fsm.Event) bool) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sw := transport.WatchSilence(t.cfg.Clock, silence, func() { cancel(&transport.SilentError{Bound: silence}) })
+	defer sw.Stop()
+	resp, err := t.get(rctx, &c)
 	if err != nil {
 		if ctx.Err() == nil {
-			emit(fsm.Event{Kind: fsm.EvWatchOpenFailed, Request: c.Request, Failure: transport.Failure(err)})
+			emit(fsm.Event{Kind: fsm.EvWatchOpenFailed, Request: c.Request, Failure: transport.Failure(transport.SilenceOr(rctx, err))})
 		}
 		return
 	}
@@ -147,19 +159,20 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 		emit(fsm.Event{Kind: fsm.EvWatchOpenFailed, Request: c.Request, Failure: failureFromResponse(resp, t.cfg.Clock.Now())})
 		return
 	}
+	sw.Frame() // the headers count: the silence runs from here
 	if !emit(fsm.Event{Kind: fsm.EvWatchOpened, Request: c.Request}) {
 		return
 	}
-	t.decodeStream(ctx, resp.Body, t.answered(resp), c.Request, emit)
+	t.decodeStream(rctx, resp.Body, t.answered(resp), c.Request, sw, emit)
 }
 
 // decodeStream turns the frames of a watch body in the given media type into events for emit
 // until the stream ends, emit refuses, or ctx is done. The last event it emits is the one that
-// ended the stream (EvWatchEnded or EvWatchError), unless ctx ended it. JSON streams are a
-// sequence of JSON objects; protobuf streams are length-delimited frames, each a
-// metav1.WatchEvent whose object is a protobuf body of its own; CBOR streams a CBOR sequence
-// of metav1.WatchEvent.
-func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media string, request uint64, emit func(fsm.Event) bool) {
+// ended the stream (EvWatchEnded or EvWatchError), unless ctx ended it for any reason but
+// silence. JSON streams are a sequence of JSON objects; protobuf streams are length-delimited
+// frames, each a metav1.WatchEvent whose object is a protobuf body of its own; CBOR streams a
+// CBOR sequence of metav1.WatchEvent. Every frame is told to sw (nil: no silence bound).
+func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media string, request uint64, sw *transport.SilenceWatch, emit func(fsm.Event) bool) {
 	// The framers read a frame's header and body separately, and an HTTP body's every Read
 	// takes a lock and goes through chunked decoding: a buffer in front makes them cheap.
 	lim := &frameLimiter{r: readCloser{bufio.NewReaderSize(body, 32<<10), body}, max: t.cfg.MaxFrameBytes}
@@ -179,6 +192,9 @@ func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media 
 		lim.frameDone()
 		if err != nil {
 			if ctx.Err() != nil {
+				if silent := transport.SilenceOr(ctx, nil); silent != nil {
+					emit(fsm.Event{Kind: fsm.EvWatchEnded, Request: request, Failure: transport.Failure(silent)})
+				}
 				return
 			}
 			var f *fsm.Failure
@@ -188,6 +204,7 @@ func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media 
 			emit(fsm.Event{Kind: fsm.EvWatchEnded, Request: request, Failure: f})
 			return
 		}
+		sw.Frame()
 		e, ok := t.frameEvent(&we, media, request)
 		if !emit(e) || !ok {
 			return

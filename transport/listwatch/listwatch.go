@@ -3,20 +3,23 @@ package listwatch
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/transport"
 )
 
 // Transport performs the driver's requests through a ListerWatcher.
 type Transport struct {
-	lw   cache.ListerWatcherWithContext
-	name string
+	lw    cache.ListerWatcherWithContext
+	name  string
+	clock clockx.Clock
 	// Selectors are added to every request, as a factory's TweakListOptions would.
 	tweak func(*metav1.ListOptions)
 }
@@ -30,6 +33,11 @@ func WithTweakListOptions(f func(*metav1.ListOptions)) Option {
 	return func(t *Transport) { t.tweak = f }
 }
 
+// WithClock sets the clock a watch's silence is measured on (default: the wall clock).
+func WithClock(c clockx.Clock) Option {
+	return func(t *Transport) { t.clock = c }
+}
+
 // New returns a transport over lw; name says what it watches, for logs. A ListerWatcher that
 // takes a context is used as one, so a stop aborts its requests; any other is wrapped as
 // client-go's reflector wraps it.
@@ -37,7 +45,7 @@ func New(lw cache.ListerWatcher, name string, opts ...Option) (*Transport, error
 	if lw == nil {
 		return nil, fmt.Errorf("listwatch: nil ListerWatcher")
 	}
-	t := &Transport{lw: cache.ToListerWatcherWithContext(lw), name: name}
+	t := &Transport{lw: cache.ToListerWatcherWithContext(lw), name: name, clock: clockx.Real()}
 	for _, o := range opts {
 		o(t)
 	}
@@ -101,20 +109,35 @@ func (t *Transport) List(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
 // Watch opens the watch c asks for and emits its events until the result channel closes, an
 // Error event ends it, emit refuses, or ctx is done.
 func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
-	w, err := t.lw.WatchWithContext(ctx, t.options(&c))
+	t.watch(ctx, c, pendingSilenceBound(&c), emit)
+}
+
+// watch is Watch with the silence bound given: a watch that has delivered nothing for longer
+// than silence is stopped and reported as a Timeout failure carrying a
+// transport.SilentError (docs/semantics.md, "silent watch").
+func (t *Transport) watch(ctx context.Context, c fsm.Command, silence time.Duration, emit func(fsm.Event) bool) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sw := transport.WatchSilence(t.clock, silence, func() { cancel(&transport.SilentError{Bound: silence}) })
+	defer sw.Stop()
+	w, err := t.lw.WatchWithContext(rctx, t.options(&c))
 	if err != nil {
 		if ctx.Err() == nil {
-			emit(fsm.Event{Kind: fsm.EvWatchOpenFailed, Request: c.Request, Failure: transport.FromError(err)})
+			emit(fsm.Event{Kind: fsm.EvWatchOpenFailed, Request: c.Request, Failure: transport.FromError(transport.SilenceOr(rctx, err))})
 		}
 		return
 	}
 	defer w.Stop()
+	sw.Frame()
 	if !emit(fsm.Event{Kind: fsm.EvWatchOpened, Request: c.Request}) {
 		return
 	}
 	for {
 		select {
-		case <-ctx.Done():
+		case <-rctx.Done():
+			if silent := transport.SilenceOr(rctx, nil); silent != nil && ctx.Err() == nil {
+				emit(fsm.Event{Kind: fsm.EvWatchEnded, Request: c.Request, Failure: transport.Failure(silent)})
+			}
 			return
 		case we, open := <-w.ResultChan():
 			if !open {
@@ -123,6 +146,7 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 				}
 				return
 			}
+			sw.Frame()
 			e, goOn := event(we, c.Request)
 			if !emit(e) || !goOn {
 				return
