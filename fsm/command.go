@@ -58,6 +58,10 @@ type Command struct {
 	TimeoutSeconds    int64 `json:"timeoutSeconds,omitempty"`
 	Bookmarks         bool  `json:"bookmarks,omitempty"`
 	SendInitialEvents bool  `json:"sendInitialEvents,omitempty"`
+	// SilenceBound: a watch that delivers nothing — no event, no bookmark — for this long is
+	// ended by the transport and reported as a Timeout (0: never; docs/semantics.md, "silent
+	// watch").
+	SilenceBound time.Duration `json:"silenceBound,omitempty"`
 
 	// Timer, Delay and Reason describe a timer; Reason is the cause that armed it.
 	Timer  uint64        `json:"timer,omitempty"`

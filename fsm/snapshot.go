@@ -86,7 +86,10 @@ type WatchState struct {
 	Open     bool      `json:"open,omitempty"`
 	OpenedAt time.Time `json:"openedAt,omitzero"`
 	Events   int       `json:"events,omitempty"`
-	// QuickEnds counts consecutive watches that ended quickly without delivering anything.
+	// Progressed: the current stream has moved LastRV (an object event, or a bookmark with a
+	// new RV). A stream that has not counts as delivering nothing when it ends quickly.
+	Progressed bool `json:"progressed,omitempty"`
+	// QuickEnds counts consecutive watches that ended quickly without moving the RV.
 	QuickEnds int `json:"quickEnds,omitempty"`
 	// ExpiredStreak counts 410s since the last watch event.
 	ExpiredStreak int `json:"expiredStreak,omitempty"`

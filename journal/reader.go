@@ -49,6 +49,11 @@ func NewReader(r io.Reader) (*Reader, error) {
 	default:
 		return nil, fmt.Errorf("journal: line 1: format %q, want %q (or %q)", jr.Header.Format, Format, formatV2)
 	}
+	if jr.Header.Config.WatchSilence == 0 {
+		// Written before watches had a silence bound (every writer records the effective
+		// value, never 0): the commands it recorded carry none.
+		jr.Header.Config.WatchSilence = -1
+	}
 	return jr, nil
 }
 

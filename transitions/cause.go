@@ -150,9 +150,12 @@ func (m *Machine) watchFailureCause(s *fsm.Snapshot, e *fsm.Event, c fsm.Class) 
 	return fsm.CauseWatchRejected
 }
 
-// quickEnd: the watch ended within QuickWatch of opening, having delivered nothing.
+// quickEnd: the watch ended within QuickWatch of opening without moving the RV. A bookmark
+// that repeats the RV the watch opened at is nothing delivered: a server that answers every
+// watch with one and then ends it would otherwise be re-watched at once, forever
+// (docs/semantics.md, "watch stream ends").
 func (m *Machine) quickEnd(s *fsm.Snapshot, e *fsm.Event) bool {
-	return s.Watch.Events == 0 && (!s.Watch.Open || e.Now.Sub(s.Watch.OpenedAt) < m.cfg.QuickWatch)
+	return !s.Watch.Progressed && (!s.Watch.Open || e.Now.Sub(s.Watch.OpenedAt) < m.cfg.QuickWatch)
 }
 
 // internalStreakSpent: the InternalError at e.Now ends a streak that is both old enough and

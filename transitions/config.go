@@ -30,7 +30,7 @@ type Config struct {
 	// the backoff alone decides. Default 60 s.
 	ResumeRVLifetime time.Duration `json:"resumeRVLifetime"`
 	// RetryAfterCap caps a server's Retry-After, so that a hostile or broken value cannot park
-	// the reflector. Default 5 minutes.
+	// the reflector. Default 5 minutes; at least MinWait (100 ms), the floor of every wait.
 	RetryAfterCap time.Duration `json:"retryAfterCap"`
 	// RetryAfterSpread spreads a repeated Retry-After: when the server answers with a
 	// Retry-After again before it has accepted any request since the last one, the wait is
@@ -55,6 +55,15 @@ type Config struct {
 	// QuickEndsBeforeBackoff: this many consecutive quick ends back off instead of re-watching
 	// at once. Default 2.
 	QuickEndsBeforeBackoff int `json:"quickEndsBeforeBackoff"`
+	// WatchSilence: a watch that has delivered nothing — no event, no bookmark, not even its
+	// response headers — for this long is ended and re-opened from the last RV, with no LIST.
+	// With bookmarks requested the apiserver sends one about every minute, so a watch silent for
+	// longer is dead: behind a load balancer that lost its backend, or a stalled proxy, it would
+	// otherwise stay open until its timeout (5–10 minutes) while the store goes stale. The
+	// transport notices the silence within an eighth of the bound past it. Default 100 s (a
+	// silent watch is replaced within 113 s); at least 1 s; negative turns it off
+	// (docs/semantics.md, "silent watch").
+	WatchSilence time.Duration `json:"watchSilence,omitempty"`
 	// WatchTimeoutMin and WatchTimeoutMax bound the randomised timeoutSeconds of each watch
 	// (client-go: [5 min, 10 min)).
 	WatchTimeoutMin time.Duration `json:"watchTimeoutMin"`
@@ -80,6 +89,10 @@ const (
 	DefaultQuickEndsBeforeBackoff = 2
 	DefaultWatchTimeoutMin        = 5 * time.Minute
 	DefaultWatchTimeoutMax        = 10 * time.Minute
+	DefaultWatchSilence           = 100 * time.Second
+	// MinWatchSilence is the shortest silence bound: a bound under a second would end watches
+	// between two frames of a busy stream's ordinary jitter.
+	MinWatchSilence = time.Second
 	// MinRetryAfter: a Retry-After below one second (in practice "0") is no usable hint; the
 	// backoff decides instead, so that "Retry-After: 0" forever cannot become a hot loop.
 	MinRetryAfter = time.Second
@@ -101,6 +114,7 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.QuickWatch, DefaultQuickWatch)
 	setDefault(&c.WatchTimeoutMin, DefaultWatchTimeoutMin)
 	setDefault(&c.WatchTimeoutMax, DefaultWatchTimeoutMax)
+	setDefault(&c.WatchSilence, DefaultWatchSilence)
 	if c.RetryAfterSpread == 0 {
 		c.RetryAfterSpread = DefaultRetryAfterSpread
 	}
@@ -134,6 +148,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !(c.RetryAfterSpread <= 1) { // NaN fails it too
 		errs = append(errs, fmt.Errorf("RetryAfterSpread must be at most 1 (negative: exact waits), got %v", c.RetryAfterSpread))
+	}
+	if c.RetryAfterCap > 0 && c.RetryAfterCap < MinWait {
+		// A smaller cap would turn every Retry-After into a wait under the floor no other wait
+		// goes below (docs/semantics.md, "Floor").
+		errs = append(errs, fmt.Errorf("RetryAfterCap must be at least %v (the floor of every wait), got %v", MinWait, c.RetryAfterCap))
+	}
+	if c.WatchSilence > 0 && c.WatchSilence < MinWatchSilence {
+		errs = append(errs, fmt.Errorf("WatchSilence must be at least %v (negative: off), got %v", MinWatchSilence, c.WatchSilence))
 	}
 	if c.InternalErrorRewatches < 0 {
 		errs = append(errs, fmt.Errorf("InternalErrorRewatches must not be negative, got %d", c.InternalErrorRewatches))

@@ -54,7 +54,7 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 	case fsm.CauseInitialEventsEnd:
 		// The stream that delivered the initial state goes on as the watch.
 		m.replace(s, e.ResourceVersion, e.Now, out)
-		s.Watch.Open, s.Watch.OpenedAt, s.Watch.Events = true, e.Now, 0
+		s.Watch.Open, s.Watch.OpenedAt, s.Watch.Events, s.Watch.Progressed = true, e.Now, 0, false
 	case fsm.CauseWatchListUnsupported:
 		discardStaged(s, out)
 		s.Server.WatchListUnsupported = true
@@ -113,9 +113,10 @@ func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 	}
 	if e.ResourceVersion != "" && e.ResourceVersion != s.LastRV {
 		progress(s, e)
+		s.Watch.Progressed, s.Watch.QuickEnds = true, 0
 	}
 	s.Watch.Events++
-	s.Watch.QuickEnds, s.Watch.ExpiredStreak = 0, 0
+	s.Watch.ExpiredStreak = 0
 	if e.Type != fsm.Bookmark {
 		emit(out, fsm.Command{Kind: fsm.CmdApply, Type: e.Type, Key: e.Key, ResourceVersion: e.ResourceVersion, Object: e.Object})
 	}
@@ -150,7 +151,7 @@ func streamOpened(s *fsm.Snapshot, e *fsm.Event) {
 
 // streamClosed forgets the current stream; the streaks that span watches stay.
 func streamClosed(s *fsm.Snapshot) {
-	s.Watch.Open, s.Watch.OpenedAt, s.Watch.Events = false, zeroTime, 0
+	s.Watch.Open, s.Watch.OpenedAt, s.Watch.Events, s.Watch.Progressed = false, zeroTime, 0, false
 }
 
 // noteInternalError starts a streak at its first error. Later errors do not move the start:

@@ -38,7 +38,7 @@ func (m *Machine) startListing(s *fsm.Snapshot, out *[]fsm.Command) {
 		emit(out, fsm.Command{
 			Kind: fsm.CmdOpenWatch, Request: s.Request, ResourceVersion: s.List.RV, RVSet: s.List.RV != "",
 			Match: "NotOlderThan", Bookmarks: true, SendInitialEvents: true,
-			TimeoutSeconds: m.watchTimeout(s),
+			TimeoutSeconds: m.watchTimeout(s), SilenceBound: m.silenceBound(),
 		})
 		return
 	}

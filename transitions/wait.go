@@ -25,7 +25,8 @@ func (m *Machine) backoff(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 // a 410 and a full LIST. No wait is shorter than MinWait.
 func (m *Machine) delay(s *fsm.Snapshot, e *fsm.Event, next fsm.State) time.Duration {
 	if ra, ok := retryAfter(e.Failure); ok && ra >= MinRetryAfter {
-		return m.retryAfterWait(s, e, next, min(ra, m.cfg.RetryAfterCap))
+		// The cap is validated to be at least MinWait; the floor holds here all the same.
+		return max(m.retryAfterWait(s, e, next, min(ra, m.cfg.RetryAfterCap)), MinWait)
 	}
 	d := m.cfg.Backoff.Delay(s.Wait.Attempt, m.rand(s))
 	if s.Wait.Attempt < math.MaxInt32 {

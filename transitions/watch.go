@@ -17,9 +17,12 @@ func (m *Machine) openWatch(s *fsm.Snapshot, out *[]fsm.Command) {
 	}
 	emit(out, fsm.Command{
 		Kind: fsm.CmdOpenWatch, Request: s.Request, ResourceVersion: s.LastRV, RVSet: true,
-		Bookmarks: true, TimeoutSeconds: m.watchTimeout(s),
+		Bookmarks: true, TimeoutSeconds: m.watchTimeout(s), SilenceBound: m.silenceBound(),
 	})
 }
+
+// silenceBound is the WatchSilence a watch command carries: 0 (never) when it is off.
+func (m *Machine) silenceBound() time.Duration { return max(m.cfg.WatchSilence, 0) }
 
 // watchTimeout draws timeoutSeconds uniformly from [WatchTimeoutMin, WatchTimeoutMax), so that
 // a fleet of reflectors does not re-watch in lockstep.

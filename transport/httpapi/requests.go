@@ -136,7 +136,7 @@ func (b *listBody) Read(p []byte) (int, error) {
 // Watch opens the watch c asks for and emits what happens — EvWatchOpenFailed, or EvWatchOpened
 // and then the stream's events — until the stream ends, emit returns false or ctx is done.
 func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
-	t.watch(ctx, c, pendingSilenceBound(&c), emit)
+	t.watch(ctx, c, c.SilenceBound, emit)
 }
 
 // watch is Watch with the silence bound given: a watch that has delivered nothing — not its

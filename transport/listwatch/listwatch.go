@@ -109,7 +109,7 @@ func (t *Transport) List(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
 // Watch opens the watch c asks for and emits its events until the result channel closes, an
 // Error event ends it, emit refuses, or ctx is done.
 func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
-	t.watch(ctx, c, pendingSilenceBound(&c), emit)
+	t.watch(ctx, c, c.SilenceBound, emit)
 }
 
 // watch is Watch with the silence bound given: a watch that has delivered nothing for longer
