@@ -82,9 +82,9 @@ func TestMermaidWaitsSayWhereTheyLead(t *testing.T) {
 }
 
 func TestEdgeLabelNamesThenOnlyForWaits(t *testing.T) {
-	assert.Equal(t, "429 / Retry-After (also 503, server timeout) ⇒ then Watching",
+	assert.Equal(t, fsm.CauseServerBusy.Label()+" ⇒ then Watching",
 		EdgeLabel(fsm.Transition{From: fsm.Watching, Cause: fsm.CauseServerBusy, To: fsm.Backoff, Then: fsm.Watching}))
-	assert.Equal(t, "410 Gone / Expired → LIST at last RV",
+	assert.Equal(t, fsm.CauseExpired.Label(),
 		EdgeLabel(fsm.Transition{From: fsm.Watching, Cause: fsm.CauseExpired, To: fsm.Relisting}))
 }
 
@@ -154,8 +154,8 @@ func TestDOTLabelsAreHumanNotIDs(t *testing.T) {
 		}
 		assert.NotContains(t, d, dotCell(c.String()), "cause %s still shown by its id", c)
 	}
-	assert.Contains(t, d, "429 / Retry-After")
-	assert.Contains(t, d, "InternalError within window")
+	assert.Contains(t, d, dotCell(html.EscapeString(fsm.CauseServerBusy.Label()+" ⇒ then Watching")))
+	assert.Contains(t, d, dotCell(html.EscapeString(fsm.CauseInternalErrorInWindow.Label()+" ⇒ then Watching")))
 }
 
 func TestDOTDeclaresEveryState(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/datadriven"
 
@@ -76,6 +75,9 @@ func transcriptConfig(mod func(*transitions.Config)) transitions.Config {
 
 func transcriptMachine() *transitions.Machine { return transitions.MustNew(transcriptConfig(nil)) }
 
+// parseConfig reads a transcript's `config` line. Every transitions.Config tunable is a key of
+// its own (transitions.Tunables: retry-after-cap=1m, a bare watch-list for a switch); the
+// backoff, a policy rather than a value, has jitter=J and backoff=zero.
 func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 	cfg := transcriptConfig(nil)
 	for _, a := range args {
@@ -91,31 +93,21 @@ func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 			b := cfg.Backoff.(backoff.Backoff)
 			b.Jitter = j
 			cfg.Backoff = b
-		case "watch-list":
-			cfg.WatchList = true
-		case "internal-window":
-			cfg.InternalErrorWindow, err = time.ParseDuration(v)
-		case "internal-rewatches":
-			cfg.InternalErrorRewatches, err = strconv.Atoi(v)
-		case "resume-rv-lifetime":
-			cfg.ResumeRVLifetime, err = time.ParseDuration(v)
-		case "retry-after-cap":
-			cfg.RetryAfterCap, err = time.ParseDuration(v)
-		case "retry-after-spread":
-			cfg.RetryAfterSpread, err = strconv.ParseFloat(v, 64)
-		case "page-relists":
-			cfg.PageRelists = true
-		case "page-size":
-			cfg.PageSize, err = strconv.ParseInt(v, 10, 64)
 		case "backoff":
 			if v != "zero" {
 				err = fmt.Errorf("backoff=%s: only backoff=zero (a policy that always says 0) is known", v)
 			}
 			cfg.Backoff = backoff.Backoff{}
-		case "seed":
-			cfg.Seed, err = strconv.ParseUint(v, 10, 64)
 		default:
-			err = fmt.Errorf("unknown config key %q", a.Key)
+			t, ok := transitions.LookupTunable(a.Key)
+			switch {
+			case !ok:
+				err = fmt.Errorf("unknown config key %q", a.Key)
+			case v == "" && t.IsBool():
+				err = t.Set(&cfg, "true")
+			default:
+				err = t.Set(&cfg, v)
+			}
 		}
 		if err != nil {
 			return cfg, err
@@ -124,11 +116,15 @@ func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 	return cfg, nil
 }
 
+// summary prints the configuration in force: the backoff, then every tunable whose value is
+// not the library's default, by its key — so adding a tunable changes no transcript.
 func summary(c transitions.Config) string {
-	out := fmt.Sprintf("backoff=%+v internal-window=%v internal-rewatches=%d resume-rv-lifetime=%v retry-after-cap=%v retry-after-spread=%v page-size=%d watch-list=%v",
-		c.Backoff, c.InternalErrorWindow, c.InternalErrorRewatches, c.ResumeRVLifetime, c.RetryAfterCap, c.RetryAfterSpread, c.PageSize, c.WatchList)
-	if c.PageRelists {
-		out += " page-relists=true"
+	parts := []string{fmt.Sprintf("backoff=%+v", c.Backoff)}
+	def := transitions.Defaults()
+	for _, t := range transitions.Tunables() {
+		if v := t.Format(c); v != t.Format(def) {
+			parts = append(parts, t.Key+"="+v)
+		}
 	}
-	return out
+	return strings.Join(parts, " ")
 }

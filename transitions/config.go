@@ -22,16 +22,16 @@ type Config struct {
 	// and has re-opened the watch at least InternalErrorRewatches times (default 3), then
 	// relists. Both bounds must be met, so neither long waits nor a burst of fast errors can
 	// keep a streak from its relist, or force one early.
-	InternalErrorWindow    time.Duration `json:"internalErrorWindow"`
-	InternalErrorRewatches int           `json:"internalErrorRewatches"`
+	InternalErrorWindow    time.Duration `json:"internalErrorWindow" help:"relist on an InternalError only once its streak is this old (and has re-watched internal-error-rewatches times)"`
+	InternalErrorRewatches int           `json:"internalErrorRewatches" help:"relist on an InternalError only once its streak has re-opened the watch this often (and is internal-error-window old)"`
 	// ResumeRVLifetime is how long after the resume RV last advanced a re-watch can count on
 	// the server still having it (the apiserver's watch cache keeps at least 75 s). While the RV
 	// is younger, a re-watch waits at most max(1 s, ResumeRVLifetime − age); once it is older,
 	// the backoff alone decides. Default 60 s.
-	ResumeRVLifetime time.Duration `json:"resumeRVLifetime"`
+	ResumeRVLifetime time.Duration `json:"resumeRVLifetime" help:"how long the server keeps a resume RV; a re-watch never waits past it"`
 	// RetryAfterCap caps a server's Retry-After, so that a hostile or broken value cannot park
 	// the reflector. Default 5 minutes; at least MinWait (100 ms), the floor of every wait.
-	RetryAfterCap time.Duration `json:"retryAfterCap"`
+	RetryAfterCap time.Duration `json:"retryAfterCap" help:"upper bound on a server's Retry-After"`
 	// RetryAfterSpread spreads a repeated Retry-After: when the server answers with a
 	// Retry-After again before it has accepted any request since the last one, the wait is
 	// drawn from [Retry-After, Retry-After × (1 + RetryAfterSpread)) instead of being exactly
@@ -42,19 +42,19 @@ type Config struct {
 	// rejected together again, round after round (docs/semantics.md, "a repeated Retry-After";
 	// bench/RESULTS.md, "Fleets"). Default 1 (0 means the default); at most 1; a negative value
 	// waits every Retry-After exactly.
-	RetryAfterSpread float64 `json:"retryAfterSpread"`
+	RetryAfterSpread float64 `json:"retryAfterSpread" help:"spread a repeated Retry-After over [RA, RA×(1+spread)); at most 1, negative waits exactly"`
 	// PageSize is the LIST limit. Default 500; negative disables pagination.
-	PageSize int64 `json:"pageSize"`
+	PageSize int64 `json:"pageSize" help:"LIST page size (limit); negative lists in one request"`
 	// PageRelists makes a relist at a known RV ask for pages too. By default it asks for the
 	// whole list in one response, which the watch cache serves, until the server has paged a
 	// list (docs/semantics.md, "Requests").
-	PageRelists bool `json:"pageRelists,omitempty"`
+	PageRelists bool `json:"pageRelists,omitempty" help:"page relists at a known RV too, not only once the server has paged"`
 	// QuickWatch: a watch that ends within this time having delivered nothing counts as a quick
 	// end. Default 1 s, like client-go.
-	QuickWatch time.Duration `json:"quickWatch"`
+	QuickWatch time.Duration `json:"quickWatch" help:"a watch that ends this soon having delivered nothing is a quick end"`
 	// QuickEndsBeforeBackoff: this many consecutive quick ends back off instead of re-watching
 	// at once. Default 2.
-	QuickEndsBeforeBackoff int `json:"quickEndsBeforeBackoff"`
+	QuickEndsBeforeBackoff int `json:"quickEndsBeforeBackoff" help:"consecutive quick ends that back off instead of re-watching at once"`
 	// WatchSilence: a watch that has delivered nothing — no event, no bookmark, not even its
 	// response headers — for this long is ended and re-opened from the last RV, with no LIST.
 	// With bookmarks requested the apiserver sends one about every minute, so a watch silent for
@@ -63,16 +63,16 @@ type Config struct {
 	// transport notices the silence within an eighth of the bound past it. Default 100 s (a
 	// silent watch is replaced within 113 s); at least 1 s; negative turns it off
 	// (docs/semantics.md, "silent watch").
-	WatchSilence time.Duration `json:"watchSilence,omitempty"`
+	WatchSilence time.Duration `json:"watchSilence,omitempty" help:"end and re-open from the last RV a watch that has delivered nothing for this long; negative: never"`
 	// WatchTimeoutMin and WatchTimeoutMax bound the randomised timeoutSeconds of each watch
 	// (client-go: [5 min, 10 min)).
-	WatchTimeoutMin time.Duration `json:"watchTimeoutMin"`
-	WatchTimeoutMax time.Duration `json:"watchTimeoutMax"`
+	WatchTimeoutMin time.Duration `json:"watchTimeoutMin" help:"shortest timeoutSeconds asked of a watch"`
+	WatchTimeoutMax time.Duration `json:"watchTimeoutMax" help:"longest timeoutSeconds asked of a watch (exclusive)"`
 	// WatchList opens the initial state as a watch-list stream (sendInitialEvents=true) and falls
 	// back to LIST when the server does not support it.
-	WatchList bool `json:"watchList,omitempty"`
+	WatchList bool `json:"watchList,omitempty" help:"stream the initial state (sendInitialEvents), falling back to LIST"`
 	// Seed seeds the jitter source. Runs with the same seed and events make the same decisions.
-	Seed uint64 `json:"seed"`
+	Seed uint64 `json:"seed" cli:"-"`
 }
 
 // Defaults of Config.

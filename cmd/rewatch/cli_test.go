@@ -18,6 +18,7 @@ import (
 
 	"github.com/rewatch/rewatch/internal/syncbuf"
 	"github.com/rewatch/rewatch/sim"
+	"github.com/rewatch/rewatch/transitions"
 )
 
 func TestMain(m *testing.M) {
@@ -33,13 +34,20 @@ func runCLI(t *testing.T, ctx context.Context, args ...string) (code int, stdout
 }
 
 func TestHelpIsCompleteForEveryCommand(t *testing.T) {
+	// Every tunable of the policy is a flag of watch and demo, named after its journal key.
+	var policyFlags []string
+	for _, tun := range transitions.Tunables() {
+		if tun.CLI {
+			policyFlags = append(policyFlags, tun.Key)
+		}
+	}
+	require.Contains(t, policyFlags, "retry-after-cap")
 	flags := map[string][]string{
-		"watch": {"resource", "group", "version", "namespace", "n", "all-namespaces", "A", "selector", "l", "o",
+		"watch": append([]string{"resource", "group", "version", "namespace", "n", "all-namespaces", "A", "selector", "l", "o",
 			"field-selector", "kubeconfig", "context",
-			"journal", "journal-full-capture", "output", "format", "metrics-addr", "internal-error-window", "retry-after-cap",
-			"backoff-initial", "backoff-cap", "page-size", "watch-list"},
-		"demo": {"objects", "faults", "seed", "duration", "rate", "output", "journal", "internal-error-window",
-			"retry-after-cap", "backoff-initial", "backoff-cap", "page-size", "watch-list"},
+			"journal", "journal-full-capture", "output", "format", "metrics-addr", "backoff-initial", "backoff-cap"}, policyFlags...),
+		"demo": append([]string{"objects", "faults", "seed", "duration", "rate", "output", "journal",
+			"backoff-initial", "backoff-cap"}, policyFlags...),
 		"replay":  {"check", "all", "output"},
 		"diagram": {"format", "o"},
 	}
@@ -94,6 +102,8 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 		{"demo", "--faults", "429-start=2,meteor=1"},
 		{"demo", "--duration", "-1s"},
 		{"demo", "--backoff-initial", "2s", "--backoff-cap", "1s"},
+		{"demo", "--retry-after-spread", "2"},
+		{"demo", "--quick-watch", "soon"},
 		{"replay", filepath.Join(dir, "missing")},
 		{"replay", garbage},
 		{"replay"},

@@ -29,12 +29,12 @@ const demoExample = `  # The default: 200 configmaps, every kind of fault, 20 se
 // demoDefaults keep every wait short so that a 20 s demo shows each fault and its recovery.
 // The InternalError window is long so that every injected InternalError is re-watched; the
 // LIST check accounts for relists past the window when a user shortens it.
-var demoDefaults = tunables{
-	internalErrorWindow: 10 * time.Minute,
-	retryAfterCap:       time.Second,
-	backoffInitial:      100 * time.Millisecond,
-	backoffCap:          time.Second,
-	pageSize:            500,
+func demoDefaults() tunables {
+	t := libraryDefaults()
+	t.policy.InternalErrorWindow = 10 * time.Minute
+	t.policy.RetryAfterCap = time.Second
+	t.backoffInitial, t.backoffCap = 100*time.Millisecond, time.Second
+	return t
 }
 
 // Bounds on the demo's own waits. They only matter when something is broken; the demo then
@@ -84,7 +84,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Float64Var(&o.rate, "rate", 25, "writes per second")
 	fs.StringVar(&o.output, "output", "text", "output format: text or json (JSON lines)")
 	fs.StringVar(&o.journalPath, "journal", "", "write the reflector's event journal to this file (replay with rewatch replay)")
-	o.tun.register(fs.FlagSet, demoDefaults)
+	o.tun.register(fs.FlagSet, demoDefaults())
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&output, "o", "text", "shorthand for --output")
 	fs.StringVar(&wireFormat, "format", "auto", "wire format: auto (protobuf for built-in types, else JSON), json or protobuf")
 	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address at /metrics (e.g. :9090)")
-	tun.register(fs.FlagSet, libraryDefaults)
+	tun.register(fs.FlagSet, libraryDefaults())
 	if err := parse(fs, args); err != nil {
 		return err
 	}
