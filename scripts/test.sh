@@ -8,6 +8,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 echo "== building kube-apiserver and etcd (skipped when up to date)"
 scripts/build-apiserver.sh
 
+echo "== installing HAProxy for the HA control-plane tests (skipped when present)"
+scripts/install-haproxy.sh
+
 # Every module of the workspace (go.work): the library and the modules of its tools. A pattern
 # like ./... stops at a nested module's boundary, so each module's tree is named.
 mapfile -t modules < <(go list -m -f '{{.Dir}}')

@@ -54,11 +54,17 @@ func (s *Server) Revision(ctx context.Context) (int64, error) {
 }
 
 func (s *Server) etcdCall(ctx context.Context, path string, in, out any) error {
+	return etcdCall(ctx, s.etcdURL, path, in, out)
+}
+
+// etcdCall posts in as JSON to etcd's gRPC gateway at base+path and decodes the answer into
+// out (when not nil).
+func etcdCall(ctx context.Context, base, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.etcdURL+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

@@ -36,10 +36,16 @@ func (s *Server) bindLimitedUser(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return bindLimitedUser(ctx, hc, s.url)
+}
+
+// bindLimitedUser grants LimitedUser read access on the server at url, through hc (an admin's
+// client).
+func bindLimitedUser(ctx context.Context, hc *http.Client, url string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for _, obj := range limitedRBAC {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+obj.path, bytes.NewReader([]byte(obj.body)))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+obj.path, bytes.NewReader([]byte(obj.body)))
 		if err != nil {
 			return err
 		}

@@ -125,35 +125,7 @@ func (s *Server) start(ctx context.Context) error {
 	s.logf("apiserver: etcd healthy on %s after %s", etcdClient, time.Since(started).Round(time.Millisecond))
 
 	s.bin = filepath.Join(s.opts.BinDir, "kube-apiserver")
-	s.apiArgs = []string{
-		"--etcd-servers=" + etcdClient,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(ports[2]),
-		"--cert-dir=" + filepath.Join(s.dir, "certs"),
-		"--tls-cert-file=" + s.pki.certFile,
-		"--tls-private-key-file=" + s.pki.keyFile,
-		"--token-auth-file=" + s.pki.tokenFile,
-		"--authorization-mode=RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file=" + s.pki.saKeyFile,
-		"--service-account-signing-key-file=" + s.pki.saKeyFile,
-		"--service-cluster-ip-range=10.0.0.0/24",
-		// The default reconciler writes this host's address into the
-		// kubernetes Service endpoints and fails on loopback.
-		"--endpoint-reconciler-type=none",
-		// Without it, an open watch holds a graceful shutdown (Stop,
-		// RestartAPIServer) for the HTTP server's full 60 s timeout.
-		"--shutdown-watch-termination-grace-period=1s",
-		"--v=0",
-	}
-	if n := s.opts.MaxRequestsInflight; n > 0 {
-		s.apiArgs = append(s.apiArgs,
-			"--max-requests-inflight="+strconv.Itoa(n),
-			// With APF on, the flag only sizes APF's shared pool, and
-			// requests queue instead of being rejected.
-			"--enable-priority-and-fairness=false")
-	}
+	s.apiArgs = apiServerArgs(s.pki, etcdClient, ports[2], filepath.Join(s.dir, "certs"), s.opts.MaxRequestsInflight)
 	s.apiArgs = append(s.apiArgs, s.opts.ExtraArgs...)
 	if err := s.startAPI(ctx); err != nil {
 		return err
@@ -188,6 +160,41 @@ func (s *Server) startAPI(ctx context.Context) error {
 	}
 	s.logf("apiserver: kube-apiserver ready in %s", time.Since(began).Round(time.Millisecond))
 	return nil
+}
+
+// apiServerArgs are kube-apiserver's flags for serving on the loopback port with p's
+// certificates and tokens, over the etcd client URLs etcdServers (comma-separated).
+func apiServerArgs(p *pki, etcdServers string, port int, certDir string, maxRequestsInflight int) []string {
+	args := []string{
+		"--etcd-servers=" + etcdServers,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + certDir,
+		"--tls-cert-file=" + p.certFile,
+		"--tls-private-key-file=" + p.keyFile,
+		"--token-auth-file=" + p.tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + p.saKeyFile,
+		"--service-account-signing-key-file=" + p.saKeyFile,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		// The default reconciler writes this host's address into the
+		// kubernetes Service endpoints and fails on loopback.
+		"--endpoint-reconciler-type=none",
+		// Without it, an open watch holds a graceful shutdown (Stop,
+		// RestartAPIServer) for the HTTP server's full 60 s timeout.
+		"--shutdown-watch-termination-grace-period=1s",
+		"--v=0",
+	}
+	if maxRequestsInflight > 0 {
+		args = append(args,
+			"--max-requests-inflight="+strconv.Itoa(maxRequestsInflight),
+			// With APF on, the flag only sizes APF's shared pool, and
+			// requests queue instead of being rejected.
+			"--enable-priority-and-fairness=false")
+	}
+	return args
 }
 
 // waitHTTP polls url until it answers 200, the process exits, or the
