@@ -50,8 +50,12 @@ type driver struct {
 	timerC  <-chan time.Time
 	timerID uint64
 
-	staged  []any
-	stopped bool
+	// staged holds a full state for a store without incremental replace; replacing is the open
+	// replacement of an IncrementalStore, and put counts the objects it took.
+	staged    []any
+	replacing Replacement
+	put       int
+	stopped   bool
 	err     error
 }
 
@@ -73,6 +77,7 @@ func (d *driver) loop(ctx context.Context) error {
 	if d.timer != nil {
 		d.timer.Stop()
 	}
+	d.abandonReplace()
 	return d.err
 }
 
@@ -185,21 +190,12 @@ func (d *driver) exec(c *fsm.Command) error {
 			d.timerC = nil
 		}
 	case fsm.CmdStage:
-		if c.Object != nil {
-			d.staged = append(d.staged, c.Object)
-		}
-		d.staged = append(d.staged, c.Items...)
+		return d.stage(c)
 	case fsm.CmdDiscardStaged:
 		d.staged = nil
+		d.abandonReplace()
 	case fsm.CmdReplaceStore:
-		items := d.staged
-		d.staged = nil
-		if items == nil {
-			items = []any{}
-		}
-		if err := d.cfg.Store.Replace(items, c.ResourceVersion); err != nil {
-			return fmt.Errorf("store: replace %d objects at rv %s: %w", len(items), c.ResourceVersion, err)
-		}
+		return d.replace(c)
 	case fsm.CmdApply:
 		if err := d.apply(c); err != nil {
 			return fmt.Errorf("store: %s %s: %w", strings.ToLower(c.Type.String()), c.Key, err)
@@ -215,6 +211,84 @@ func (d *driver) exec(c *fsm.Command) error {
 		return fmt.Errorf("driver: unknown command %v", c.Kind)
 	}
 	return nil
+}
+
+// stage takes the objects of a full state as they arrive: into the store's open replacement
+// when the store is an IncrementalStore (one is begun with the state's first objects), held
+// for the atomic Replace otherwise (docs/semantics.md, "Relists").
+func (d *driver) stage(c *fsm.Command) error {
+	inc, ok := d.cfg.Store.(IncrementalStore)
+	if !ok {
+		if c.Object != nil {
+			d.staged = append(d.staged, c.Object)
+		}
+		d.staged = append(d.staged, c.Items...)
+		return nil
+	}
+	if d.replacing == nil {
+		r, err := inc.BeginReplace()
+		if err != nil {
+			return fmt.Errorf("store: begin replace: %w", err)
+		}
+		d.replacing, d.put = r, 0
+	}
+	if c.Object != nil {
+		if err := d.putStaged(c.Object); err != nil {
+			return err
+		}
+	}
+	for _, obj := range c.Items {
+		if err := d.putStaged(obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *driver) putStaged(obj any) error {
+	if err := d.replacing.Put(obj); err != nil {
+		key, _ := KeyOf(obj)
+		return fmt.Errorf("store: replace: put %s: %w", key, err)
+	}
+	d.put++
+	return nil
+}
+
+// replace completes the full state: Finish of the open replacement (one begun now for an empty
+// state), or the atomic Replace of everything staged.
+func (d *driver) replace(c *fsm.Command) error {
+	inc, ok := d.cfg.Store.(IncrementalStore)
+	if !ok {
+		items := d.staged
+		d.staged = nil
+		if items == nil {
+			items = []any{}
+		}
+		if err := d.cfg.Store.Replace(items, c.ResourceVersion); err != nil {
+			return fmt.Errorf("store: replace %d objects at rv %s: %w", len(items), c.ResourceVersion, err)
+		}
+		return nil
+	}
+	r := d.replacing
+	if r == nil {
+		var err error
+		if r, err = inc.BeginReplace(); err != nil {
+			return fmt.Errorf("store: begin replace: %w", err)
+		}
+		d.put = 0
+	}
+	d.replacing = nil
+	if err := r.Finish(c.ResourceVersion); err != nil {
+		return fmt.Errorf("store: finish replace of %d objects at rv %s: %w", d.put, c.ResourceVersion, err)
+	}
+	return nil
+}
+
+func (d *driver) abandonReplace() {
+	if d.replacing != nil {
+		d.replacing.Abandon()
+		d.replacing = nil
+	}
 }
 
 func (d *driver) apply(c *fsm.Command) error {

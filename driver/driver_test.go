@@ -135,3 +135,31 @@ func TestStopMidWatchAndMidList(t *testing.T) {
 		require.NoError(t, w2.stop()) // mid-watch
 	})
 }
+
+// docs/semantics.md "Relists": the driver hands a full state to an IncrementalStore item by
+// item — over both transports — so an object the relist did not change keeps its stored copy,
+// a changed one is replaced and one deleted meanwhile is gone once the relist finishes.
+func TestRelistIntoIncrementalStore(t *testing.T) {
+	eachTransport(t, func(t *testing.T, kind transportKind) {
+		w := newWorld(t, kind, 3)
+		// Every watch ends with a 410 at once, so the changes below reach the store only
+		// through a relist.
+		w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: -1, Fault: faultproxy.WatchError(faultproxy.Expired())})
+		w.run(nil)
+		w.synced()
+		before, ok := w.store.GetByKey("default/cm-0")
+		require.True(t, ok)
+		_, err := w.sim.Update(sim.ConfigMaps, "default", "cm-1", map[string]string{"x": "2"})
+		require.NoError(t, err)
+		_, err = w.sim.Delete(sim.ConfigMaps, "default", "cm-2")
+		require.NoError(t, err)
+		w.proxy.ClearRules()
+		require.Eventually(t, func() bool {
+			w.clock.Add(time.Second) // through whatever wait the repeated 410s armed
+			return equalMaps(w.store.Versions(), w.sim.Snapshot(sim.ConfigMaps))
+		}, 10*time.Second, 2*time.Millisecond)
+		after, ok := w.store.GetByKey("default/cm-0")
+		require.True(t, ok)
+		require.Same(t, before, after, "an unchanged object keeps its stored copy")
+	})
+}

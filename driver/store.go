@@ -17,6 +17,47 @@ type Store interface {
 	Replace(items []any, resourceVersion string) error
 }
 
+// IncrementalStore is a Store that can take a full state item by item instead of in one
+// Replace, so that a relist never holds the new state and the old one whole at once
+// (docs/semantics.md, "Relists"). The driver uses it whenever the store has it; a store without
+// it (client-go's cache.Store, Indexer, DeltaFIFO) gets the atomic Replace of everything staged.
+type IncrementalStore interface {
+	Store
+	// BeginReplace starts applying a new full state. At most one replacement is open at a
+	// time; a new one may begin after the last finished or was abandoned.
+	BeginReplace() (Replacement, error)
+}
+
+// Replacement applies one full state to an IncrementalStore, item by item.
+type Replacement interface {
+	// Put applies one object of the new state at once: an object is in its old or its new
+	// state, never between. An object whose resourceVersion is the one the store holds is the
+	// same object and need not change anything.
+	Put(obj any) error
+	// Finish deletes every object the new state did not contain and records resourceVersion as
+	// the state's. The replacement is over.
+	Finish(resourceVersion string) error
+	// Abandon ends a replacement that will not finish (the listing failed or the reflector is
+	// stopping): the objects put stay, nothing is deleted; the next full state completes it.
+	Abandon()
+}
+
+// SameVersion says whether two objects are the same version of one object: both carry the
+// same non-empty resourceVersion (docs/semantics.md, "Relists": no update for an unchanged
+// object).
+func SameVersion(old, obj any) bool {
+	o, err := meta.Accessor(old)
+	if err != nil {
+		return false
+	}
+	n, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	rv := n.GetResourceVersion()
+	return rv != "" && rv == o.GetResourceVersion()
+}
+
 // KeyOf is the namespace/name key client-go's MetaNamespaceKeyFunc computes: "name" for
 // cluster-scoped objects.
 func KeyOf(obj any) (string, error) {
@@ -32,12 +73,22 @@ func KeyOf(obj any) (string, error) {
 
 // MemStore is the built-in store: a map from namespace and name to object behind a RWMutex.
 // The map is keyed by the two strings the object already holds rather than by the
-// "namespace/name" key, so that storing an object allocates no key.
+// "namespace/name" key, so that storing an object allocates no key. It is an IncrementalStore:
+// each entry carries the generation of the full state that last put it, so finishing a
+// replacement deletes the entries of older generations without a set of the keys seen.
 type MemStore struct {
 	mu    sync.RWMutex
-	items map[objectName]any
+	items map[objectName]memEntry
 	rv    string
+	gen   uint64
 }
+
+type memEntry struct {
+	obj any
+	gen uint64
+}
+
+var _ IncrementalStore = (*MemStore)(nil)
 
 type objectName struct{ namespace, name string }
 
@@ -65,7 +116,7 @@ func nameOfKey(key string) objectName {
 }
 
 // NewMemStore returns an empty store.
-func NewMemStore() *MemStore { return &MemStore{items: map[objectName]any{}} }
+func NewMemStore() *MemStore { return &MemStore{items: map[objectName]memEntry{}} }
 
 func (s *MemStore) Add(obj any) error    { return s.put(obj) }
 func (s *MemStore) Update(obj any) error { return s.put(obj) }
@@ -76,7 +127,7 @@ func (s *MemStore) put(obj any) error {
 		return err
 	}
 	s.mu.Lock()
-	s.items[n] = obj
+	s.items[n] = memEntry{obj, s.gen}
 	s.mu.Unlock()
 	return nil
 }
@@ -95,26 +146,73 @@ func (s *MemStore) Delete(obj any) error {
 
 // Replace swaps the whole content atomically.
 func (s *MemStore) Replace(items []any, resourceVersion string) error {
-	next := make(map[objectName]any, len(items))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[objectName]memEntry, len(items))
 	for _, obj := range items {
 		n, err := nameOf(obj)
 		if err != nil {
 			return err
 		}
-		next[n] = obj
+		next[n] = memEntry{obj, s.gen}
 	}
-	s.mu.Lock()
 	s.items, s.rv = next, resourceVersion
-	s.mu.Unlock()
 	return nil
 }
+
+// BeginReplace starts a new generation; Put marks each object with it, Finish deletes the
+// entries of older generations.
+func (s *MemStore) BeginReplace() (Replacement, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
+	return &memReplacement{s: s, gen: s.gen}, nil
+}
+
+type memReplacement struct {
+	s   *MemStore
+	gen uint64
+}
+
+// Put stores obj in the new generation. An object of the resourceVersion already stored keeps
+// the stored copy, so the decoded duplicate is garbage at once instead of replacing an equal
+// object.
+func (r *memReplacement) Put(obj any) error {
+	n, err := nameOf(obj)
+	if err != nil {
+		return err
+	}
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.items[n]; ok && SameVersion(old.obj, obj) {
+		obj = old.obj
+	}
+	s.items[n] = memEntry{obj, r.gen}
+	return nil
+}
+
+func (r *memReplacement) Finish(resourceVersion string) error {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for n, e := range s.items {
+		if e.gen != r.gen {
+			delete(s.items, n)
+		}
+	}
+	s.rv = resourceVersion
+	return nil
+}
+
+func (r *memReplacement) Abandon() {}
 
 // GetByKey returns the object stored under the namespace/name key.
 func (s *MemStore) GetByKey(key string) (any, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	obj, ok := s.items[nameOfKey(key)]
-	return obj, ok
+	e, ok := s.items[nameOfKey(key)]
+	return e.obj, ok
 }
 
 // Len is the number of objects.
@@ -140,8 +238,8 @@ func (s *MemStore) List() []any {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]any, 0, len(s.items))
-	for _, v := range s.items {
-		out = append(out, v)
+	for _, e := range s.items {
+		out = append(out, e.obj)
 	}
 	return out
 }
@@ -151,8 +249,8 @@ func (s *MemStore) Versions() map[string]string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make(map[string]string, len(s.items))
-	for n, v := range s.items {
-		if m, err := meta.Accessor(v); err == nil {
+	for n, e := range s.items {
+		if m, err := meta.Accessor(e.obj); err == nil {
 			out[n.key()] = m.GetResourceVersion()
 		}
 	}

@@ -4,11 +4,15 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/rewatch/rewatch/driver"
 )
 
 // store is the Informer as the driver's Store: each change goes into the indexer and becomes
 // the notifications client-go's informer would send for it.
 type store Informer
+
+var _ driver.IncrementalStore = (*store)(nil)
 
 func (s *store) informer() *Informer { return (*Informer)(s) }
 
@@ -64,10 +68,14 @@ func (s *store) Delete(obj any) error {
 	return nil
 }
 
-// Replace installs a full state. The first is the initial list: adds with isInInitialList true.
-// A later one is a relist, diffed against the indexer as client-go's informer does: an add for
-// a new key, an update for every key still there (changed or not), and for a key that vanished
-// a delete of cache.DeletedFinalStateUnknown carrying the last object known.
+// Replace installs a full state atomically; the driver uses it only for a store that is not an
+// IncrementalStore, so the informer's own reflector never calls it, but it keeps the same
+// rules as the incremental path (see BeginReplace). The first state is the initial list: adds
+// with isInInitialList true. A later one is a relist, diffed against the indexer as
+// client-go's informer does: an add for a new key, an update for a changed object, and for a
+// key that vanished a delete of cache.DeletedFinalStateUnknown carrying the last object known.
+// An object whose resourceVersion did not change is no update (docs/semantics.md, "Relists"):
+// handlers with a resync period get it at their period, from the resync loop, as always.
 func (s *store) Replace(items []any, resourceVersion string) error {
 	objs := make([]any, len(items))
 	for n, item := range items {
@@ -93,8 +101,9 @@ func (s *store) Replace(items []any, resourceVersion string) error {
 		switch {
 		case err != nil:
 			return err
-		case initial:
+		case initial && !exists:
 			notes = append(notes, notification{kind: notifyAdd, obj: obj, initial: true})
+		case exists && driver.SameVersion(old, obj):
 		case exists:
 			notes = append(notes, notification{kind: notifyUpdate, old: old, obj: obj})
 		default:
@@ -118,3 +127,82 @@ func (s *store) Replace(items []any, resourceVersion string) error {
 	inf.markSynced()
 	return nil
 }
+
+// BeginReplace applies a full state item by item (driver.IncrementalStore): each object goes
+// into the indexer as it arrives, with its notification, and the keys the state did not
+// contain are deleted when it finishes. The notifications follow Replace's rules.
+func (s *store) BeginReplace() (driver.Replacement, error) {
+	return &replacement{s: s, seen: map[string]struct{}{}}, nil
+}
+
+// replacement is one full state being applied to the informer. seen holds the keys put so far:
+// a key is a few dozen bytes against the kilobytes of the object it names.
+type replacement struct {
+	s    *store
+	seen map[string]struct{}
+}
+
+// Put applies one object: an add for a key the indexer does not hold (isInInitialList while
+// the informer has not synced), an update for a changed object, and for an object whose
+// resourceVersion did not change nothing at all: the indexer keeps the copy it holds, so the
+// decoded duplicate is garbage at once.
+func (r *replacement) Put(item any) error {
+	obj, err := r.s.transformed(item)
+	if err != nil {
+		return err
+	}
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return err
+	}
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inf := s.informer()
+	r.seen[key] = struct{}{}
+	old, exists, err := s.indexer.GetByKey(key)
+	switch {
+	case err != nil:
+		return err
+	case exists && driver.SameVersion(old, obj):
+		return nil
+	}
+	if err := s.indexer.Update(obj); err != nil {
+		return err
+	}
+	switch {
+	case exists:
+		inf.distribute(notification{kind: notifyUpdate, old: old, obj: obj})
+	default:
+		inf.distribute(notification{kind: notifyAdd, obj: obj, initial: !inf.synced.Load()})
+	}
+	return nil
+}
+
+// Finish deletes what the state did not contain — a delete of cache.DeletedFinalStateUnknown
+// for each — and marks the informer synced once its first full state is complete.
+func (r *replacement) Finish(string) error {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inf := s.informer()
+	for _, key := range s.indexer.ListKeys() {
+		if _, ok := r.seen[key]; ok {
+			continue
+		}
+		old, exists, err := s.indexer.GetByKey(key)
+		if err != nil || !exists {
+			continue
+		}
+		if err := s.indexer.Delete(old); err != nil {
+			return err
+		}
+		inf.distribute(notification{kind: notifyDelete, obj: cache.DeletedFinalStateUnknown{Key: key, Obj: old}})
+	}
+	r.seen = nil
+	inf.markSynced()
+	return nil
+}
+
+// Abandon leaves every object put where it is; the next full state completes the job.
+func (r *replacement) Abandon() { r.seen = nil }
