@@ -56,7 +56,7 @@ type driver struct {
 	replacing Replacement
 	put       int
 	stopped   bool
-	err     error
+	err       error
 }
 
 func (d *driver) loop(ctx context.Context) error {
