@@ -129,59 +129,108 @@ func TestWatchErrorHandlerSeesStatusErrors(t *testing.T) {
 	require.True(t, apierrors.IsTooManyRequests(errs[1]), "second: %v", errs[1])
 }
 
-// slowStore blocks Replace until released, so the test can look at HasSynced meanwhile.
-type slowStore struct {
-	*driver.MemStore
+// gatedStore blocks the end of a full state — Replace of a plain store, Finish of an
+// incremental one — until released, and then returns fail.
+type gatedStore struct {
+	m                *driver.MemStore
 	entered, release chan struct{}
+	fail             error
 }
 
-func (s *slowStore) Replace(items []any, rv string) error {
-	close(s.entered)
-	<-s.release
-	return s.MemStore.Replace(items, rv)
+func (g *gatedStore) gate() error {
+	if g.entered != nil {
+		close(g.entered)
+		<-g.release
+	}
+	return g.fail
 }
 
-// docs/semantics.md "Visibility": HasSynced turns true only once Store.Replace of the initial
-// state has returned, so cache.WaitForCacheSync never hands a caller an empty store.
+type gatedPlain struct{ *gatedStore }
+
+func (g gatedPlain) Add(obj any) error    { return g.m.Add(obj) }
+func (g gatedPlain) Update(obj any) error { return g.m.Update(obj) }
+func (g gatedPlain) Delete(obj any) error { return g.m.Delete(obj) }
+func (g gatedPlain) Replace(items []any, rv string) error {
+	if err := g.gate(); err != nil {
+		return err
+	}
+	return g.m.Replace(items, rv)
+}
+
+type gatedIncremental struct{ gatedPlain }
+
+func (g gatedIncremental) BeginReplace() (driver.Replacement, error) {
+	r, err := g.m.BeginReplace()
+	return gatedReplacement{r, g.gatedStore}, err
+}
+
+type gatedReplacement struct {
+	driver.Replacement
+	g *gatedStore
+}
+
+func (r gatedReplacement) Finish(rv string) error {
+	if err := r.g.gate(); err != nil {
+		return err
+	}
+	return r.Replacement.Finish(rv)
+}
+
+// both runs test with a store that takes the full state in one Replace and with one that takes
+// it item by item (docs/semantics.md, "Relists").
+func both(t *testing.T, test func(t *testing.T, g *gatedStore, store driver.Store)) {
+	t.Run("replace", func(t *testing.T) {
+		g := &gatedStore{m: driver.NewMemStore()}
+		test(t, g, gatedPlain{g})
+	})
+	t.Run("incremental", func(t *testing.T) {
+		g := &gatedStore{m: driver.NewMemStore()}
+		test(t, g, gatedIncremental{gatedPlain{g}})
+	})
+}
+
+// docs/semantics.md "Visibility": HasSynced turns true only once the initial state is applied
+// completely — Store.Replace has returned, or the incremental replacement's Finish — so
+// cache.WaitForCacheSync never hands a caller an empty or half-filled store.
 func TestHasSyncedWaitsForReplace(t *testing.T) {
-	p := faultyServer(t)
-	store := &slowStore{MemStore: driver.NewMemStore(), entered: make(chan struct{}), release: make(chan struct{})}
-	cfg := fastConfig(p.URL())
-	cfg.Store = store
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	r, err := rewatch.New(cfg)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	<-store.entered
-	require.False(t, r.HasSynced(), "synced while Replace is still running")
-	close(store.release)
-	require.Eventually(t, r.HasSynced, 10*time.Second, time.Millisecond)
-	require.Equal(t, 3, store.Len(), "synced, so the initial state is in the store")
-	cancel()
-	require.NoError(t, <-done)
+	both(t, func(t *testing.T, g *gatedStore, store driver.Store) {
+		g.entered, g.release = make(chan struct{}), make(chan struct{})
+		p := faultyServer(t)
+		cfg := fastConfig(p.URL())
+		cfg.Store = store
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		r, err := rewatch.New(cfg)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		<-g.entered
+		require.False(t, r.HasSynced(), "synced while the initial state is still being applied")
+		close(g.release)
+		require.Eventually(t, r.HasSynced, 10*time.Second, time.Millisecond)
+		require.Equal(t, 3, g.m.Len(), "synced, so the initial state is in the store")
+		cancel()
+		require.NoError(t, <-done)
+	})
 }
-
-// refusingStore fails every Replace, as a store that cannot take the initial state would.
-type refusingStore struct{ *driver.MemStore }
 
 var errStoreFull = errors.New("store full")
 
-func (refusingStore) Replace([]any, string) error { return errStoreFull }
-
-// docs/semantics.md "Visibility": a Replace that failed synced nothing. The reflector stops with
-// the store's error, and HasSynced stays false: the machine had marked the state synced when it
-// asked for the Replace, but the store never took it.
+// docs/semantics.md "Visibility": a full state the store refused synced nothing. The reflector
+// stops with the store's error, and HasSynced stays false: the machine had marked the state
+// synced when it asked for it, but the store never took it.
 func TestHasSyncedStaysFalseAfterFailedReplace(t *testing.T) {
-	p := faultyServer(t)
-	cfg := fastConfig(p.URL())
-	cfg.Store = refusingStore{driver.NewMemStore()}
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	r, err := rewatch.New(cfg)
-	require.NoError(t, err)
-	err = r.Run(context.Background())
-	require.ErrorIs(t, err, errStoreFull)
-	require.False(t, r.HasSynced(), "synced although the store refused the initial state")
-	require.False(t, r.Stats().Synced)
+	both(t, func(t *testing.T, g *gatedStore, store driver.Store) {
+		g.fail = errStoreFull
+		p := faultyServer(t)
+		cfg := fastConfig(p.URL())
+		cfg.Store = store
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		r, err := rewatch.New(cfg)
+		require.NoError(t, err)
+		err = r.Run(context.Background())
+		require.ErrorIs(t, err, errStoreFull)
+		require.False(t, r.HasSynced(), "synced although the store refused the initial state")
+		require.False(t, r.Stats().Synced)
+	})
 }

@@ -39,9 +39,13 @@ type Config struct {
 // It decides nothing: a 429 is an EvWatchOpenFailed carrying the Status and the Retry-After,
 // whatever the machine then makes of it.
 type Transport interface {
-	// List performs the LIST page request c asks for and returns EvListPage or EvListFailed.
-	// ok is false when ctx ended first; the driver then reports nothing.
-	List(ctx context.Context, c fsm.Command) (e fsm.Event, ok bool)
+	// List performs the LIST page request c asks for and emits what came back: an EvListItem
+	// for each item as it is decoded, then the EvListPage that ends the page (its
+	// resourceVersion, continue token and item count); or a single EvListPage carrying the
+	// page's Items; or an EvListFailed, also after some items. It returns once the page has
+	// ended, emit has returned false, or ctx is done; when ctx ended first it reports nothing
+	// more. The driver's event buffer bounds how far decoding runs ahead of the store.
+	List(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool)
 	// Watch opens the watch c asks for and emits EvWatchOpenFailed, or EvWatchOpened and then
 	// the stream's events, the last of which (EvWatchEnded or EvWatchError) ended it. It returns
 	// once the stream has ended, emit has returned false, or ctx is done.

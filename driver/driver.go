@@ -15,8 +15,8 @@ import (
 	"github.com/rewatch/rewatch/transitions"
 )
 
-// eventBuffer decouples the stream reader from the store: a burst of frames is decoded while
-// the loop applies earlier ones.
+// eventBuffer decouples the stream reader from the store: a burst of frames (or LIST items) is
+// decoded while the loop applies earlier ones, and no more than this many run ahead of it.
 const eventBuffer = 1024
 
 // Run runs the reflector until ctx is done. It returns nil after a stop through ctx, or the
@@ -166,9 +166,7 @@ func (d *driver) exec(c *fsm.Command) error {
 	switch c.Kind {
 	case fsm.CmdListPage:
 		d.startRequest(c, func(ctx context.Context, c fsm.Command) {
-			if e, ok := d.cfg.Transport.List(ctx, c); ok {
-				d.send(ctx, e)
-			}
+			d.cfg.Transport.List(ctx, c, func(e fsm.Event) bool { return d.send(ctx, e) })
 		})
 	case fsm.CmdOpenWatch:
 		d.startRequest(c, func(ctx context.Context, c fsm.Command) {
@@ -192,8 +190,7 @@ func (d *driver) exec(c *fsm.Command) error {
 	case fsm.CmdStage:
 		return d.stage(c)
 	case fsm.CmdDiscardStaged:
-		d.staged = nil
-		d.abandonReplace()
+		d.discard(c.ItemCount)
 	case fsm.CmdReplaceStore:
 		return d.replace(c)
 	case fsm.CmdApply:
@@ -282,6 +279,22 @@ func (d *driver) replace(c *fsm.Command) error {
 		return fmt.Errorf("store: finish replace of %d objects at rv %s: %w", d.put, c.ResourceVersion, err)
 	}
 	return nil
+}
+
+// discard drops what a failed listing staged: everything, or (n > 0) the last n objects, the
+// part of a page that broke off and is to be fetched again. An incremental store keeps what
+// it was given — each object is valid on its own — and only a discard of everything ends its
+// replacement, whose Finish would otherwise delete what the next state has not yet brought.
+func (d *driver) discard(n int) {
+	if n > 0 {
+		if n <= len(d.staged) {
+			clear(d.staged[len(d.staged)-n:])
+			d.staged = d.staged[:len(d.staged)-n]
+		}
+		return
+	}
+	d.staged = nil
+	d.abandonReplace()
 }
 
 func (d *driver) abandonReplace() {

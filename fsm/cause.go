@@ -12,6 +12,7 @@ const (
 
 	// Listing and Relisting.
 	CauseStart
+	CauseListItem
 	CauseListPageMore
 	CauseListComplete
 	CauseListExpired
@@ -108,6 +109,7 @@ var causeDecls = [numCauses]CauseInfo{
 	NoCause: {},
 
 	CauseStart:        {ID: "start", Label: "start: LIST RV=0"},
+	CauseListItem:     {ID: "list-item", Label: "LIST item → stage", Accepted: true},
 	CauseListPageMore: {ID: "list-page-more", Label: "page with continue → next page", Accepted: true},
 	CauseListComplete: {ID: "list-complete", Label: "last page → Replace, WATCH from list RV", Accepted: true},
 	CauseListExpired: {ID: "list-expired", Label: "410 / too large RV → LIST RV=\"\"",

@@ -17,12 +17,16 @@ const (
 	CmdArmTimer
 	// CmdCancelTimer: disarm timer Timer.
 	CmdCancelTimer
-	// CmdStage: hold Items (a LIST page, or one initial event of a watch-list stream) until the
-	// whole initial state has arrived, so the store is only ever replaced atomically.
+	// CmdStage: take Object or Items (a LIST item, a LIST page, or one initial event of a
+	// watch-list stream) into the full state being received: the driver puts them into an
+	// incremental store at once, or holds them for one atomic Replace (docs/semantics.md,
+	// "Relists"). A stage without objects (an old journal's page) counts ItemCount only.
 	CmdStage
 	// CmdReplaceStore: store.Replace(everything staged, ResourceVersion).
 	CmdReplaceStore
-	// CmdDiscardStaged: drop what was staged; the listing it belonged to failed.
+	// CmdDiscardStaged: drop what was staged; the listing it belonged to failed. With ItemCount
+	// set, only the last ItemCount objects staged: the part of a page that broke off, which
+	// the page's retry brings again.
 	CmdDiscardStaged
 	// CmdApply: store.Add, Update or Delete of Object, by Type.
 	CmdApply

@@ -51,7 +51,7 @@ func checkEnum[T textEnum, P interface {
 func TestEnumNames(t *testing.T) {
 	checkEnum[State](t, "State", []string{"Listing", "Watching", "Backoff", "Relisting", "Stopped"})
 	checkEnum[EventKind](t, "EventKind", []string{"", "start", "list-page", "list-failed", "watch-opened",
-		"watch-event", "watch-error", "watch-open-failed", "watch-ended", "timer-fired", "stop"})
+		"watch-event", "watch-error", "watch-open-failed", "watch-ended", "timer-fired", "stop", "list-item"})
 	checkEnum[CommandKind](t, "CommandKind", []string{"", "list", "watch", "cancel-request", "arm-timer",
 		"cancel-timer", "stage", "replace-store", "discard-staged", "apply", "stopped"})
 	checkEnum[WatchEventType](t, "WatchEventType", []string{"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"})

@@ -28,11 +28,15 @@ const (
 	EvTimerFired
 	// EvStop asks the reflector to stop.
 	EvStop
+	// EvListItem is one item of a LIST page, handed over as soon as it is decoded; the page's
+	// EvListPage follows the last one, with the page's resourceVersion, continue token and
+	// item count (docs/semantics.md, "Relists").
+	EvListItem
 )
 
 var eventKindNames = enumNames[EventKind]{typ: "EventKind", kind: "event kind",
 	names: []string{"", "start", "list-page", "list-failed", "watch-opened", "watch-event",
-		"watch-error", "watch-open-failed", "watch-ended", "timer-fired", "stop"}}
+		"watch-error", "watch-open-failed", "watch-ended", "timer-fired", "stop", "list-item"}}
 
 func (k EventKind) String() string                { return eventKindNames.String(k) }
 func (k EventKind) MarshalText() ([]byte, error)  { return eventKindNames.MarshalText(k) }
@@ -74,7 +78,8 @@ type Event struct {
 	// Timer identifies the timer of an EvTimerFired.
 	Timer uint64 `json:"timer,omitempty"`
 
-	// Type, ResourceVersion and Key describe a watch frame; ResourceVersion is also a list page's.
+	// Type, ResourceVersion and Key describe a watch frame; Key and ResourceVersion also a list
+	// item, and ResourceVersion a list page.
 	Type            WatchEventType `json:"type,omitempty"`
 	ResourceVersion string         `json:"rv,omitempty"`
 	Key             string         `json:"key,omitempty"`
@@ -82,7 +87,8 @@ type Event struct {
 	InitialEventsEnd bool `json:"initialEventsEnd,omitempty"`
 	// Continue is a list page's continue token.
 	Continue string `json:"continue,omitempty"`
-	// ItemCount is len(Items), kept so that journals without objects still say how big a page was.
+	// ItemCount is how many items the page had — len(Items), or the EvListItems that came before
+	// it — kept so that journals without objects still say how big a page was.
 	ItemCount int `json:"items,omitempty"`
 
 	Object any   `json:"-"`

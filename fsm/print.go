@@ -47,10 +47,17 @@ func (c Command) String() string {
 	case CmdCancelTimer:
 		field(&b, "timer", strconv.FormatUint(c.Timer, 10))
 	case CmdStage:
-		if c.Type != 0 {
+		switch {
+		case c.Type != 0:
 			field(&b, "type", c.Type.String())
 			field(&b, "key", c.Key)
-		} else {
+		case c.Key != "": // one LIST item
+			field(&b, "key", c.Key)
+		default:
+			field(&b, "items", strconv.Itoa(c.ItemCount))
+		}
+	case CmdDiscardStaged:
+		if c.ItemCount > 0 { // the items of a page that broke off
 			field(&b, "items", strconv.Itoa(c.ItemCount))
 		}
 	case CmdReplaceStore:

@@ -65,8 +65,13 @@ type ListState struct {
 	Full bool `json:"full,omitempty"`
 	// Streaming: the current listing is a watch-list stream (sendInitialEvents).
 	Streaming bool `json:"streaming,omitempty"`
-	// Staged counts pages or initial events staged for the pending Replace.
+	// Staged counts the stage commands (items, pages, initial events) of the listing in
+	// progress, so that a failed listing knows whether there is anything to discard.
 	Staged int `json:"staged,omitempty"`
+	// PageItems counts the items of the page in flight that were staged one by one as they
+	// arrived (EvListItem): the page's end stages nothing more, and a page that breaks off
+	// and is retried discards just them.
+	PageItems int `json:"pageItems,omitempty"`
 }
 
 // ServerFacts is what the server's answers have shown about it; it outlives every listing.

@@ -36,6 +36,7 @@ type Transition struct {
 var Table = []Transition{
 	// Listing: the first fill, at RV 0.
 	{From: Listing, Cause: CauseStart, To: Listing},
+	{From: Listing, Cause: CauseListItem, To: Listing},
 	{From: Listing, Cause: CauseListPageMore, To: Listing},
 	{From: Listing, Cause: CauseListComplete, To: Watching},
 	{From: Listing, Cause: CauseListExpired, To: Listing},
@@ -70,6 +71,7 @@ var Table = []Transition{
 	{From: Backoff, Cause: CauseStop, To: Stopped},
 
 	// Relisting: Listing's rows but CauseStart, at the last RV, resuming itself after a wait.
+	{From: Relisting, Cause: CauseListItem, To: Relisting},
 	{From: Relisting, Cause: CauseListPageMore, To: Relisting},
 	{From: Relisting, Cause: CauseListComplete, To: Watching},
 	{From: Relisting, Cause: CauseListExpired, To: Relisting},

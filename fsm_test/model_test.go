@@ -35,6 +35,8 @@ type modelServer struct {
 	// lastDelay is the delay of the timer the machine armed last, so the model fires it no
 	// earlier than asked.
 	lastDelay time.Duration
+	// sent counts the LIST items sent in answer to each request, by the model's own count.
+	sent map[uint64]int
 }
 
 func (ms *modelServer) nextRV() string {
@@ -116,18 +118,39 @@ func (ms *modelServer) stale(t *rapid.T, s *fsm.Snapshot) generated {
 	return generated{event: e, stale: true}
 }
 
+// listAnswer answers a LIST page: one of its items (a streaming transport hands each over as
+// it is decoded), the page's end, or a failure — also after some of the page's items. An
+// item's key names its page (the continue token it was asked with) and its place in it, so a
+// page retried with its token brings the same keys again. A page whose items were streamed
+// ends with their count; a page answered whole carries a count only.
 func (ms *modelServer) listAnswer(t *rapid.T, s *fsm.Snapshot) generated {
 	e := fsm.Event{Now: ms.now, Request: s.Request}
-	switch rapid.IntRange(0, 4).Draw(t, "listOutcome") {
+	switch rapid.IntRange(0, 7).Draw(t, "listOutcome") {
 	case 0, 1:
 		e.Kind = fsm.EvListPage
 		e.ResourceVersion = ms.nextRV()
-		e.ItemCount = rapid.IntRange(0, 3).Draw(t, "items")
+		e.ItemCount = ms.sent[s.Request]
+		if e.ItemCount == 0 {
+			e.ItemCount = rapid.IntRange(0, 3).Draw(t, "items")
+		}
 		return generated{event: e}
 	case 2:
 		e.Kind = fsm.EvListPage
 		e.Continue = "c" + ms.nextRV()
-		e.ItemCount = 2
+		e.ItemCount = max(ms.sent[s.Request], 2)
+		return generated{event: e}
+	case 5, 6, 7:
+		page := "first"
+		if s.List.Continuing {
+			page = s.List.Continue
+		}
+		e.Kind = fsm.EvListItem
+		if ms.sent == nil {
+			ms.sent = map[uint64]int{}
+		}
+		e.Key = "ns/" + page + "-" + strconv.Itoa(ms.sent[s.Request])
+		ms.sent[s.Request]++
+		e.ResourceVersion = strconv.FormatInt(ms.rv, 10)
 		return generated{event: e}
 	}
 	e.Kind = fsm.EvListFailed

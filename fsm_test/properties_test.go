@@ -416,3 +416,49 @@ func TestPropertyRelistPagesOnlyWhereTheServerPages(t *testing.T) {
 		}
 	})
 }
+
+// docs/semantics.md "Relists": items staged one by one as they arrive make up the full state
+// exactly once. Followed through a model of a staging store (stage appends, a discard drops
+// everything or the last n, replace takes what is staged): no object is staged twice into one
+// full state — a page that broke off and is retried brings its items again, and only its own
+// items were discarded — and a page's end stages nothing more after its items.
+func TestPropertyStreamedItemsFormTheStateOnce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		var staged []string
+		for i, st := range r.steps {
+			if st.gen.event.Kind == fsm.EvListPage && st.before.List.PageItems > 0 && st.cause != fsm.NoCause {
+				require.False(t, has(st.commands, fsm.CmdStage), "step %d: a streamed page's end staged again", i)
+			}
+			for _, c := range st.commands {
+				switch c.Kind {
+				case fsm.CmdStage:
+					switch {
+					case c.Type != 0: // a watch-list initial event; the model's keys repeat at random
+						staged = append(staged, "")
+					case c.Key != "": // a LIST item
+						staged = append(staged, c.Key)
+					default:
+						for range max(c.ItemCount, 1) {
+							staged = append(staged, "")
+						}
+					}
+				case fsm.CmdDiscardStaged:
+					if c.ItemCount == 0 {
+						staged = nil
+						continue
+					}
+					require.LessOrEqual(t, c.ItemCount, len(staged), "step %d: discarded more than was staged", i)
+					staged = staged[:len(staged)-c.ItemCount]
+				case fsm.CmdReplaceStore:
+					seen := map[string]bool{}
+					for _, k := range staged {
+						require.False(t, k != "" && seen[k], "step %d: %s staged twice into one state", i, k)
+						seen[k] = true
+					}
+					staged = nil
+				}
+			}
+		}
+	})
+}

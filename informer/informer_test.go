@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/rewatch/rewatch/backoff"
+	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/informer"
 	"github.com/rewatch/rewatch/transitions"
@@ -32,9 +33,13 @@ type fakeTransport struct {
 	watches [][]step
 }
 
+// page is one LIST answer: its items, then its end at rv, or (fail set) a failure after the
+// items. A nil item with gate set waits for the gate to open.
 type page struct {
 	rv    string
 	items []any
+	fail  *fsm.Failure
+	gate  chan struct{}
 }
 
 // step is one watch event, or (gate set) a wait for the test to open the gate.
@@ -45,17 +50,43 @@ type step struct {
 
 func (f *fakeTransport) String() string { return "configmaps (fake)" }
 
-func (f *fakeTransport) List(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
+// pending is how many LIST answers are still queued.
+func (f *fakeTransport) pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.lists)
+}
+
+// List emits the page's items one by one, as a streaming transport does, then the page's end.
+func (f *fakeTransport) List(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
 	f.mu.Lock()
 	if len(f.lists) == 0 {
 		f.mu.Unlock()
 		<-ctx.Done()
-		return fsm.Event{}, false
+		return
 	}
 	p := f.lists[0]
 	f.lists = f.lists[1:]
 	f.mu.Unlock()
-	return fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: p.rv, Items: p.items, ItemCount: len(p.items)}, true
+	for _, item := range p.items {
+		if p.gate != nil && item == nil {
+			select {
+			case <-p.gate:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		o := item.(*corev1.ConfigMap)
+		if !emit(fsm.Event{Kind: fsm.EvListItem, Request: c.Request, Key: o.Namespace + "/" + o.Name, ResourceVersion: o.ResourceVersion, Object: o}) {
+			return
+		}
+	}
+	if p.fail != nil {
+		emit(fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: p.fail})
+		return
+	}
+	emit(fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: p.rv, ItemCount: len(p.items)})
 }
 
 func (f *fakeTransport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
@@ -168,7 +199,7 @@ var quiet = informer.Options{Logger: slog.New(slog.DiscardHandler)}
 // of DeletedFinalStateUnknown for a key that vanished while the watch was down.
 func TestRelistIsDiffedAgainstTheIndexer(t *testing.T) {
 	ft := &fakeTransport{
-		lists:   []page{{"10", []any{cm("a", "1"), cm("b", "2")}}, {"20", []any{cm("a", "1"), cm("c", "15"), cm("d", "18")}}},
+		lists:   []page{{rv: "10", items: []any{cm("a", "1"), cm("b", "2")}}, {rv: "20", items: []any{cm("a", "1"), cm("c", "15"), cm("d", "18")}}},
 		watches: [][]step{{added(cm("c", "11")), expired()}},
 	}
 	inf := informer.New(ft, &corev1.ConfigMap{}, quiet)
@@ -196,7 +227,7 @@ func TestSlowHandlerDoesNotStallTheWatch(t *testing.T) {
 	for i := range 2000 {
 		events = append(events, added(cm(fmt.Sprintf("o%d", i), fmt.Sprint(11+i))))
 	}
-	ft := &fakeTransport{lists: []page{{"10", nil}}, watches: [][]step{events}}
+	ft := &fakeTransport{lists: []page{{rv: "10", items: nil}}, watches: [][]step{events}}
 	inf := informer.New(ft, &corev1.ConfigMap{}, quiet)
 	slow := &recorder{block: make(chan struct{})}
 	var fast recorder
@@ -218,7 +249,7 @@ func TestSlowHandlerDoesNotStallTheWatch(t *testing.T) {
 func TestLateHandlerGetsTheContentsAndRemovalStopsDelivery(t *testing.T) {
 	gate := make(chan struct{})
 	ft := &fakeTransport{
-		lists:   []page{{"10", []any{cm("a", "1"), cm("b", "2")}}},
+		lists:   []page{{rv: "10", items: []any{cm("a", "1"), cm("b", "2")}}},
 		watches: [][]step{{{gate: gate}, added(cm("c", "11"))}},
 	}
 	inf := informer.New(ft, &corev1.ConfigMap{}, quiet)
@@ -249,7 +280,7 @@ func TestLateHandlerGetsTheContentsAndRemovalStopsDelivery(t *testing.T) {
 // Resync sends an update with old == new for every cached object at the handler's period;
 // a handler without one gets none.
 func TestResyncAtTheHandlersPeriod(t *testing.T) {
-	ft := &fakeTransport{lists: []page{{"10", []any{cm("a", "1"), cm("b", "2")}}}}
+	ft := &fakeTransport{lists: []page{{rv: "10", items: []any{cm("a", "1"), cm("b", "2")}}}}
 	inf := informer.New(ft, &corev1.ConfigMap{}, quiet)
 	var resynced, never recorder
 	_, err := inf.AddEventHandlerWithResyncPeriod(&resynced, time.Second)
@@ -270,7 +301,7 @@ func TestTransformAndWatchErrorHandler(t *testing.T) {
 	withFields.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
 	tooMany := &metav1.Status{Status: metav1.StatusFailure, Code: 429, Reason: metav1.StatusReasonTooManyRequests, Message: "slow down",
 		Details: &metav1.StatusDetails{RetryAfterSeconds: 1}}
-	ft := &fakeTransport{lists: []page{{"10", []any{withFields}}}, watches: [][]step{{watchError(tooMany)}}}
+	ft := &fakeTransport{lists: []page{{rv: "10", items: []any{withFields}}}, watches: [][]step{{watchError(tooMany)}}}
 	opts := quiet
 	opts.Policy = transitions.Config{Backoff: backoff.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1}}
 	inf := informer.New(ft, &corev1.ConfigMap{}, opts)
@@ -302,7 +333,7 @@ func TestTransformAndWatchErrorHandler(t *testing.T) {
 }
 
 func TestIndexersAndListers(t *testing.T) {
-	ft := &fakeTransport{lists: []page{{"10", []any{cm("a", "1"), cm("b", "2")}}}}
+	ft := &fakeTransport{lists: []page{{rv: "10", items: []any{cm("a", "1"), cm("b", "2")}}}}
 	opts := quiet
 	opts.Indexers = cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 	inf := informer.New(ft, &corev1.ConfigMap{}, opts)
@@ -316,4 +347,68 @@ func TestIndexersAndListers(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, byName, 1)
 	require.True(t, inf.GetController().HasSynced())
+}
+
+// docs/semantics.md "Relists": a relist goes into the indexer item by item. Mid-relist a lister
+// sees each object old or new — a changed one already new, a vanished one still there — and
+// handlers have had the updates and adds of the items so far; the delete of what vanished
+// comes when the state is complete.
+func TestRelistIsAppliedAsItArrives(t *testing.T) {
+	gate := make(chan struct{})
+	ft := &fakeTransport{
+		lists: []page{
+			{rv: "10", items: []any{cm("a", "1"), cm("b", "2"), cm("c", "3")}},
+			{rv: "20", items: []any{cm("a", "1"), cm("c", "15"), nil, cm("d", "18")}, gate: gate},
+		},
+		watches: [][]step{{expired()}},
+	}
+	inf := informer.New(ft, &corev1.ConfigMap{}, quiet)
+	var r recorder
+	reg, err := inf.AddEventHandler(&r)
+	require.NoError(t, err)
+	run(t, inf)
+	require.True(t, cache.WaitForCacheSync(t.Context().Done(), reg.HasSynced))
+	got := r.waitFor(t, 4)
+	require.Equal(t, []string{"add a@1 initial=true", "add b@2 initial=true", "add c@3 initial=true", "update c@3 -> c@15"}, got)
+	lister := inf.GetIndexer()
+	versions := func() map[string]string {
+		out := map[string]string{}
+		for _, o := range lister.List() {
+			out[o.(*corev1.ConfigMap).Name] = o.(*corev1.ConfigMap).ResourceVersion
+		}
+		return out
+	}
+	require.Equal(t, map[string]string{"a": "1", "b": "2", "c": "15"}, versions(), "mid-relist: c new, b not yet deleted")
+	close(gate)
+	got = r.waitFor(t, 6)
+	require.Equal(t, []string{"add d@18 initial=false", "delete unknown(ns/b)"}, got[4:])
+	require.Equal(t, map[string]string{"a": "1", "c": "15", "d": "18"}, versions())
+}
+
+// An initial list that breaks off leaves the informer unsynced, with the objects it brought in
+// the indexer and given to handlers as initial adds; the retry completes it without giving
+// them again, and only then does HasSynced turn true.
+func TestInitialListCutMidwayIsCompletedByTheRetry(t *testing.T) {
+	gate := make(chan struct{})
+	clock := clockx.NewMock(time.Unix(0, 0))
+	ft := &fakeTransport{lists: []page{
+		{items: []any{cm("a", "1"), cm("b", "2")}, fail: &fsm.Failure{Transport: fsm.EOF, Message: "unexpected EOF"}},
+		{rv: "10", items: []any{cm("a", "1"), nil, cm("b", "3"), cm("c", "4")}, gate: gate},
+	}}
+	opts := quiet
+	opts.Clock = clock
+	inf := informer.New(ft, &corev1.ConfigMap{}, opts)
+	var r recorder
+	_, err := inf.AddEventHandler(&r)
+	require.NoError(t, err)
+	run(t, inf)
+	require.Equal(t, []string{"add a@1 initial=true", "add b@2 initial=true"}, r.waitFor(t, 2))
+	require.NoError(t, clock.WaitForTimers(t.Context(), 1))
+	require.False(t, inf.HasSynced(), "a cut initial list is not a sync")
+	clock.Add(time.Minute)
+	require.Eventually(t, func() bool { return ft.pending() == 0 }, 10*time.Second, time.Millisecond)
+	require.False(t, inf.HasSynced(), "the retry has not finished")
+	close(gate)
+	require.Eventually(t, inf.HasSynced, 10*time.Second, time.Millisecond)
+	require.Equal(t, []string{"add a@1 initial=true", "add b@2 initial=true", "update b@2 -> b@3", "add c@4 initial=true"}, r.waitFor(t, 4))
 }

@@ -36,7 +36,7 @@ func (m *Machine) cause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 		return m.streamingListCause(s, e)
 	}
 	switch e.Kind {
-	case fsm.EvListPage, fsm.EvListFailed:
+	case fsm.EvListItem, fsm.EvListPage, fsm.EvListFailed:
 		return m.listCause(s, e)
 	}
 	return m.watchCause(s, e)
@@ -49,6 +49,8 @@ func (m *Machine) current(s *fsm.Snapshot, e *fsm.Event) bool {
 
 func (m *Machine) listCause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 	switch e.Kind {
+	case fsm.EvListItem:
+		return fsm.CauseListItem
 	case fsm.EvListPage:
 		if e.Continue != "" {
 			return fsm.CauseListPageMore

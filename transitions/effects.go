@@ -23,6 +23,8 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 
 	case fsm.CauseStart:
 		m.startListing(s, out)
+	case fsm.CauseListItem:
+		stageItem(s, e, out)
 	case fsm.CauseListPageMore:
 		s.Server.Pages = true
 		stagePage(s, e, out)
@@ -45,6 +47,9 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 			// A first page or a watch-list stream has nothing to resume from.
 			discardStaged(s, out)
 			s.List.Continue = ""
+		} else {
+			// The page is retried whole with its token: what came of it goes.
+			discardPageItems(s, out)
 		}
 	case fsm.CauseInitialEvent:
 		if e.Type != fsm.Bookmark {

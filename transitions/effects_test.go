@@ -131,6 +131,13 @@ func rowCases() map[fsm.Transition]rowCase {
 		if from == fsm.Relisting {
 			setup = relisting
 		}
+		cases[row(from, fsm.CauseListItem)] = rowCase{setup: setup,
+			event: func(p *play) fsm.Event {
+				e := p.event(fsm.EvListItem)
+				e.Key, e.ResourceVersion = "ns/a", "7"
+				return e
+			},
+			want: []fsm.CommandKind{stage}}
 		cases[row(from, fsm.CauseListPageMore)] = rowCase{setup: setup,
 			event: func(p *play) fsm.Event { e := p.event(fsm.EvListPage); e.Continue, e.ItemCount = "c1", 2; return e },
 			want:  []fsm.CommandKind{stage, list}}

@@ -89,7 +89,20 @@ func (m *Machine) paged(s *fsm.Snapshot, kind pageKind) bool {
 	return true
 }
 
+// stageItem stages one LIST item as it arrives (docs/semantics.md, "Relists").
+func stageItem(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
+	s.List.Staged++
+	s.List.PageItems++
+	emit(out, fsm.Command{Kind: fsm.CmdStage, Key: e.Key, ResourceVersion: e.ResourceVersion, Object: e.Object, ItemCount: 1})
+}
+
+// stagePage stages a page's items at its end, unless they were staged one by one as they
+// arrived.
 func stagePage(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
+	if s.List.PageItems > 0 {
+		s.List.PageItems = 0
+		return
+	}
 	count := max(e.ItemCount, len(e.Items))
 	if count == 0 {
 		return
@@ -103,12 +116,22 @@ func discardStaged(s *fsm.Snapshot, out *[]fsm.Command) {
 		emit(out, fsm.Command{Kind: fsm.CmdDiscardStaged})
 		s.List.Staged = 0
 	}
+	s.List.PageItems = 0
+}
+
+// discardPageItems drops the items of a page that broke off, keeping the pages before it.
+func discardPageItems(s *fsm.Snapshot, out *[]fsm.Command) {
+	if s.List.PageItems > 0 {
+		emit(out, fsm.Command{Kind: fsm.CmdDiscardStaged, ItemCount: s.List.PageItems})
+		s.List.Staged -= s.List.PageItems
+		s.List.PageItems = 0
+	}
 }
 
 // replace hands everything staged to the store at rv.
 func (m *Machine) replace(s *fsm.Snapshot, rv string, now time.Time, out *[]fsm.Command) {
 	emit(out, fsm.Command{Kind: fsm.CmdReplaceStore, ResourceVersion: rv})
-	s.List.Staged = 0
+	s.List.Staged, s.List.PageItems = 0, 0
 	s.List.Streaming, s.List.Continuing, s.List.Full, s.List.Continue = false, false, false, ""
 	s.Synced = true
 	// A fresh full state is what relisting past the InternalError window buys. A streak that

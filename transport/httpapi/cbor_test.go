@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -71,7 +70,7 @@ func TestCBORListAndWatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "auto (cbor, json)", tr.WireFormat())
 
-	e, _ := tr.List(context.Background(), fsm.Command{Kind: fsm.CmdListPage, Request: 1})
+	e, _ := listOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
 	require.Equal(t, fsm.EvListPage, e.Kind, "%+v", e.Failure)
 	require.Equal(t, "10", e.ResourceVersion)
 	u := e.Items[0].(*unstructured.Unstructured)

@@ -45,22 +45,32 @@ func (t *Transport) accept(c *fsm.Command) string {
 	return acceptHeader(t.media, as)
 }
 
-// List performs the LIST page request c asks for and returns what came back: EvListPage or
-// EvListFailed. ok is false when ctx ended first; then there is nothing to report.
-func (t *Transport) List(ctx context.Context, c fsm.Command) (e fsm.Event, ok bool) {
-	items := []any{}
-	e = t.list(ctx, &c, func(obj any, _, _ string) error {
-		items = append(items, obj)
+// List performs the LIST page request c asks for and emits what comes back: an EvListItem for
+// each item as soon as it is decoded, then the EvListPage that ends the page; or EvListFailed.
+// Nothing holds the page: each item is the driver's once emitted (docs/semantics.md,
+// "Relists").
+func (t *Transport) List(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
+	n := 0
+	e := t.list(ctx, &c, func(obj any, key, rv string) error {
+		if !emit(fsm.Event{Kind: fsm.EvListItem, Request: c.Request, Key: key, ResourceVersion: rv, Object: obj}) {
+			return errEmitRefused
+		}
+		n++
 		return nil
 	})
-	if e.Kind == fsm.EvListPage {
-		e.Items, e.ItemCount = items, len(items)
+	if ctx.Err() != nil || e.Kind == 0 {
+		return
 	}
-	return e, ctx.Err() == nil
+	e.ItemCount = n
+	emit(e)
 }
 
+// errEmitRefused ends a LIST whose events the driver no longer takes.
+var errEmitRefused = errors.New("the driver took no more events")
+
 // list performs the LIST page request c asks for, decoding the body as it arrives and handing
-// each item to item; it returns the EvListPage (without items) or EvListFailed that ends it.
+// each item to item; it returns the EvListPage (without items) or EvListFailed that ends it, or
+// no event (Kind 0) when item refused to go on.
 // The body is read through a bound of MaxListBytes; a body cut midway fails as the read that
 // cut it, a body that does not decode as a decode error.
 func (t *Transport) list(ctx context.Context, c *fsm.Command, item func(obj any, key, rv string) error) fsm.Event {
@@ -87,6 +97,8 @@ func (t *Transport) list(ctx context.Context, c *fsm.Command, item func(obj any,
 	switch {
 	case err == nil:
 		return fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: rv, Continue: cont}
+	case errors.Is(err, errEmitRefused):
+		return fsm.Event{} // nothing more to report
 	case errors.As(err, &itemErr):
 		return failed(itemErr.f)
 	case errors.Is(body.err, errListTooLarge):

@@ -81,8 +81,15 @@ func (t *Transport) options(c *fsm.Command) metav1.ListOptions {
 	return o
 }
 
-// List performs the LIST page request c asks for.
-func (t *Transport) List(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
+// List performs the LIST page request c asks for. client-go hands over the list whole, so it
+// is emitted as one EvListPage carrying its items.
+func (t *Transport) List(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
+	if e, ok := t.list(ctx, c); ok {
+		emit(e)
+	}
+}
+
+func (t *Transport) list(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
 	obj, err := t.lw.ListWithContext(ctx, t.options(&c))
 	if err != nil {
 		return fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: transport.FromError(err)}, ctx.Err() == nil
