@@ -1,0 +1,34 @@
+package diagrams_test
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rewatch/rewatch/diagrams"
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// Mermaid draws fsm.Table: every state, then one edge per row, labelled with its cause's Label
+// (and, for a wait, the state it leads on to). GitHub renders it in Markdown; `rewatch diagram`
+// prints it, DOT too.
+func ExampleMermaid() {
+	for _, line := range strings.Split(diagrams.Mermaid(), "\n") {
+		if strings.Contains(line, "Watching --> Backoff") {
+			fmt.Println(strings.TrimSpace(line))
+		}
+	}
+	// Output:
+	// Watching --> Backoff : 429 / Retry-After (also 503, server timeout) ⇒ then Watching
+	// Watching --> Backoff : InternalError within window ⇒ then Watching
+	// Watching --> Backoff : refused / reset / EOF before open ⇒ then Watching
+	// Watching --> Backoff : repeated quick stream ends ⇒ then Watching
+	// Watching --> Backoff : 410 again without progress ⇒ then Relisting
+	// Watching --> Backoff : 401 / 403 / 404 / other ⇒ then Relisting
+}
+
+// EdgeLabel is what the edge of one row says.
+func ExampleEdgeLabel() {
+	row, _ := fsm.Lookup(fsm.Watching, fsm.CauseExpired)
+	fmt.Println(diagrams.EdgeLabel(row))
+	// Output: 410 Gone / Expired → LIST at last RV
+}
