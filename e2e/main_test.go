@@ -12,6 +12,7 @@ func TestMain(m *testing.M) {
 	printResults()
 	shared.Stop()
 	sharedCBOR.Stop()
+	stopSharedHA()
 	// Every reflector was stopped and every proxy closed: nothing of ours may be left.
 	os.Exit(testbackend.CheckLeaks(code))
 }

@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewatch/rewatch/internal/apiserver"
+)
+
+// The HA scenarios run on a control plane as kubeadm's HA guide builds it (three etcd
+// members, three kube-apiservers, HAProxy checking /readyz), with three rewatch reflectors and
+// three of client-go's (its defaults: watch-list on) in the same run, each on its own
+// connection, one of each kind per kube-apiserver. Each ends with every store equal to the
+// server and reports, per kind, full-state transfers, WATCH requests and the longest time a
+// store lagged behind an acknowledged write. docs/semantics.md, "behind a load balancer".
+
+const haMembers = 3
+
+// A rolling restart of every kube-apiserver, one after the other as an upgrade does, each back
+// and counted up by the load balancer before the next goes.
+func TestHARollingRestart(t *testing.T) {
+	figs := haScenario(t, "rolling restart", haMembers, func(ctx context.Context, h *apiserver.HA) {
+		for i := range h.APIServers() {
+			require.NoError(t, h.RestartAPIServer(ctx, i))
+		}
+	})
+	requireHATargets(t, figs)
+}
+
+// The etcd leader killed (SIGKILL) under writes; the others elect a new one; the killed member
+// comes back a few seconds later.
+func TestHAEtcdLeaderKilled(t *testing.T) {
+	figs := haScenario(t, "etcd leader killed", haMembers, func(ctx context.Context, h *apiserver.HA) {
+		leader, err := h.WaitEtcdLeader(ctx, 30*time.Second)
+		require.NoError(t, err)
+		require.NoError(t, h.KillEtcdMember(leader))
+		_, err = h.WaitEtcdLeader(ctx, 30*time.Second)
+		require.NoError(t, err)
+		time.Sleep(5 * time.Second)
+		require.NoError(t, h.StartEtcdMember(ctx, leader))
+	})
+	requireHATargets(t, figs)
+}
+
+// One kube-apiserver cut off from etcd for 20 s while it keeps serving: its watch cache stops
+// while the others' move on, and its /readyz fails so the load balancer sends new connections
+// elsewhere; the connections it holds stay.
+func TestHAAPIServerIsolatedFromEtcd(t *testing.T) {
+	figs := haScenario(t, "kube-apiserver cut off from etcd", haMembers, func(ctx context.Context, h *apiserver.HA) {
+		h.IsolateAPIServer(1)
+		time.Sleep(20 * time.Second)
+		h.RejoinAPIServer(1)
+		require.NoError(t, h.WaitBackendsUp(ctx, 60*time.Second))
+	})
+	requireHATargets(t, figs)
+}
+
+// HAProxy reloaded without one backend: the old worker closes the connections it still holds
+// after its hard-stop-after (5 s), so every member reconnects, to the two kube-apiservers left.
+func TestHALoadBalancerReloadedWithoutBackend(t *testing.T) {
+	h := haCluster(t)
+	t.Cleanup(func() {
+		// The next scenario finds every backend in again.
+		require.NoError(t, h.ReloadLoadBalancer(context.Background()))
+		require.NoError(t, h.WaitBackendsUp(context.Background(), 30*time.Second))
+	})
+	figs := haScenario(t, "HAProxy reloaded without a backend", haMembers, func(ctx context.Context, h *apiserver.HA) {
+		require.NoError(t, h.ReloadLoadBalancer(ctx, 2))
+		time.Sleep(8 * time.Second)
+	})
+	requireHATargets(t, figs)
+}
+
+// requireHATargets checks what every HA scenario promises: rewatch transfers the full state no
+// more often than client-go in the same run.
+func requireHATargets(t *testing.T, figs map[string]haFigures) {
+	t.Helper()
+	require.LessOrEqual(t, figs["rewatch"].fullState, figs["client-go"].fullState,
+		"rewatch's full-state transfers against client-go's")
+}
