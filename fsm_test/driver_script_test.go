@@ -23,14 +23,16 @@ import (
 // a mock clock and a recording store, and shows, for each directive, in the order they
 // happened:
 //
-//	store: …       a call on the store (Replace, Add, Update, Delete)
+//	store: …       a call on the store (Replace, Add, Update, Delete; with an incremental
+//	               store BeginReplace, Put, Finish, Abandon)
 //	clock: …       a timer armed, stopped before it fired, or fired by a tick
 //	observer: …    the transition as an observer hears of it — after its commands ran
 //	transport: …   a request the transport was asked to perform, or one the driver aborted
 //
 // Directives:
 //
-//	run [config keys]        start the reflector (keys as in the transcripts' config)
+//	run [config keys]        start the reflector (keys as in the transcripts' config);
+//	                         store=incremental gives it a driver.IncrementalStore
 //	server <event>           the transport answers the request in flight with an event
 //	                         written as the transcripts write them (list-page, watch-opened,
 //	                         watch-event, watch-error, watch-open-failed, watch-ended, list-failed);
@@ -53,11 +55,20 @@ func TestDriverTranscripts(t *testing.T) {
 			var err error
 			switch d.Cmd {
 			case "run":
-				cfg, perr := parseConfig(d.CmdArgs)
+				incremental := false
+				args := d.CmdArgs[:0:0]
+				for _, a := range d.CmdArgs {
+					if a.Key == "store" {
+						incremental = len(a.Vals) == 1 && a.Vals[0] == "incremental"
+						continue
+					}
+					args = append(args, a)
+				}
+				cfg, perr := parseConfig(args)
 				if perr != nil {
 					d.Fatalf(t, "%v", perr)
 				}
-				h = startDriver(t, driver.Config{Policy: cfg})
+				h = startDriver(t, driver.Config{Policy: cfg}, incremental)
 			case "server":
 				words := make([]string, len(d.CmdArgs))
 				for i, a := range d.CmdArgs {
@@ -112,12 +123,15 @@ type driverHarness struct {
 
 const driverWait = 10 * time.Second // real time; only a broken driver waits this long
 
-func startDriver(t *testing.T, cfg driver.Config) *driverHarness {
+func startDriver(t *testing.T, cfg driver.Config, incremental bool) *driverHarness {
 	h := &driverHarness{t: t, changed: make(chan struct{}), done: make(chan error, 1)}
 	h.clock = &loggingClock{Mock: clockx.NewMock(t0), h: h}
 	h.tr = newScriptedTransport()
-	h.store = &loggingStore{MemStore: driver.NewMemStore(), h: h}
+	h.store = &loggingStore{m: driver.NewMemStore(), h: h}
 	cfg.Transport, cfg.Clock, cfg.Store = h.tr, h.clock, h.store
+	if incremental {
+		cfg.Store = incrementalLoggingStore{h.store}
+	}
 	cfg.Checked = true
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.Observers = []driver.Observer{driver.ObserverFunc(h.observe)}
@@ -362,14 +376,22 @@ func (s *scriptedTransport) begin(c fsm.Command) *scriptedCall {
 	return call
 }
 
-func (s *scriptedTransport) List(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
+func (s *scriptedTransport) List(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
 	call := s.begin(c)
-	select {
-	case e := <-call.answers:
-		return e, true
-	case <-ctx.Done():
-		close(call.ended)
-		return fsm.Event{}, false
+	for {
+		select {
+		case e := <-call.answers:
+			if !emit(e) {
+				close(call.ended)
+				return
+			}
+			if e.Kind != fsm.EvListItem {
+				return
+			}
+		case <-ctx.Done():
+			close(call.ended)
+			return
+		}
 	}
 }
 
@@ -408,12 +430,12 @@ func (s *scriptedTransport) answer(e fsm.Event) error {
 	call := s.calls[ids[0]]
 	e.Request = call.cmd.Request
 	switch {
-	case call.cmd.Kind == fsm.CmdListPage && e.Kind != fsm.EvListPage && e.Kind != fsm.EvListFailed:
+	case call.cmd.Kind == fsm.CmdListPage && e.Kind != fsm.EvListPage && e.Kind != fsm.EvListFailed && e.Kind != fsm.EvListItem:
 		return fmt.Errorf("request %d is a LIST; it cannot be answered with %s", e.Request, e.Kind)
-	case call.cmd.Kind == fsm.CmdOpenWatch && (e.Kind == fsm.EvListPage || e.Kind == fsm.EvListFailed):
+	case call.cmd.Kind == fsm.CmdOpenWatch && (e.Kind == fsm.EvListPage || e.Kind == fsm.EvListFailed || e.Kind == fsm.EvListItem):
 		return fmt.Errorf("request %d is a watch; it cannot be answered with %s", e.Request, e.Kind)
 	}
-	if call.cmd.Kind == fsm.CmdListPage || e.Kind == fsm.EvWatchEnded || e.Kind == fsm.EvWatchOpenFailed {
+	if call.cmd.Kind == fsm.CmdListPage && e.Kind != fsm.EvListItem || e.Kind == fsm.EvWatchEnded || e.Kind == fsm.EvWatchOpenFailed {
 		call.open = false
 	}
 	call.answers <- e
@@ -493,9 +515,10 @@ func (t *loggingTimer) Stop() bool {
 	return stopped
 }
 
-// loggingStore is a MemStore that tells the harness of every call, and can refuse one.
+// loggingStore is a MemStore, seen through the Store interface only (as a client-go store is),
+// that tells the harness of every call and can refuse one.
 type loggingStore struct {
-	*driver.MemStore
+	m    *driver.MemStore
 	h    *driverHarness
 	mu   sync.Mutex
 	fail bool
@@ -527,12 +550,47 @@ func (s *loggingStore) Replace(items []any, rv string) error {
 	if err := s.refuse(fmt.Sprintf("Replace at rv %q with [%s]", rv, strings.Join(keys, " "))); err != nil {
 		return err
 	}
-	return s.MemStore.Replace(items, rv)
+	return s.m.Replace(items, rv)
 }
 
-func (s *loggingStore) Add(obj any) error    { return s.call("Add", obj, s.MemStore.Add) }
-func (s *loggingStore) Update(obj any) error { return s.call("Update", obj, s.MemStore.Update) }
-func (s *loggingStore) Delete(obj any) error { return s.call("Delete", obj, s.MemStore.Delete) }
+func (s *loggingStore) Add(obj any) error    { return s.call("Add", obj, s.m.Add) }
+func (s *loggingStore) Update(obj any) error { return s.call("Update", obj, s.m.Update) }
+func (s *loggingStore) Delete(obj any) error { return s.call("Delete", obj, s.m.Delete) }
+
+// incrementalLoggingStore is the same MemStore as a driver.IncrementalStore.
+type incrementalLoggingStore struct{ *loggingStore }
+
+func (s incrementalLoggingStore) BeginReplace() (driver.Replacement, error) {
+	if err := s.refuse("BeginReplace"); err != nil {
+		return nil, err
+	}
+	r, err := s.m.BeginReplace()
+	return loggingReplacement{r, s.loggingStore}, err
+}
+
+type loggingReplacement struct {
+	r driver.Replacement
+	s *loggingStore
+}
+
+func (r loggingReplacement) Put(obj any) error { return r.s.call("Put", obj, r.r.Put) }
+func (r loggingReplacement) Finish(rv string) error {
+	if err := r.s.refuse(fmt.Sprintf("Finish at rv %q", rv)); err != nil {
+		return err
+	}
+	if err := r.r.Finish(rv); err != nil {
+		return err
+	}
+	keys := r.s.m.ListKeys()
+	slices.Sort(keys)
+	r.s.h.logf("store: holds [%s]", strings.Join(keys, " "))
+	return nil
+}
+
+func (r loggingReplacement) Abandon() {
+	r.s.h.logf("store: Abandon")
+	r.r.Abandon()
+}
 
 func (s *loggingStore) call(name string, obj any, do func(any) error) error {
 	key, _ := driver.KeyOf(obj)
