@@ -36,6 +36,23 @@ type Stats struct {
 	// WireFormat is what the reflector asks the server for ("auto (protobuf, json)", "json", …);
 	// AnsweredFormat the format of the server's last successful answer ("" before the first).
 	WireFormat, AnsweredFormat string
+	// ListFailing is a listing — the first, or a relist while the store keeps serving the
+	// state it had — that has failed and not completed since: the store has not been refreshed
+	// since ListFailing.Since. nil while no listing is failing (docs/semantics.md,
+	// "Visibility").
+	ListFailing *ListFailing
+}
+
+// ListFailing says since when and why a listing has not been able to complete.
+type ListFailing struct {
+	// Since is the first failure of the listing; Failures counts its failed requests.
+	Since    time.Time
+	Failures int
+	// Relist: the store holds an earlier state (HasSynced stayed true); otherwise the first
+	// listing has not completed and the store is empty.
+	Relist bool
+	// Last is the most recent failure.
+	Last Failure
 }
 
 // Failure is one failure the reflector answered, as Stats keeps it.
@@ -120,6 +137,7 @@ func (c *counter) observe(t driver.Transition) {
 	if t.Cause == fsm.NoCause {
 		return
 	}
+	c.noteListing(t)
 	// What counts as a retry or a LIST avoided is the cause's declaration (fsm.CauseInfo).
 	if t.Cause.Retries() {
 		st.Retries[t.Cause]++
@@ -186,8 +204,29 @@ func (c *counter) snapshot() Stats {
 		f := *c.st.LastFailure
 		out.LastFailure = &f
 	}
+	if c.st.ListFailing != nil {
+		lf := *c.st.ListFailing
+		out.ListFailing = &lf
+	}
 	if c.sizer != nil {
 		out.Objects = c.sizer.Len()
 	}
 	return out
+}
+
+// noteListing keeps ListFailing: a failure answering a listing (a LIST request, or a watch-list
+// stream before its initial state) starts or extends it; a completed listing ends it.
+func (c *counter) noteListing(t driver.Transition) {
+	switch {
+	case t.Cause == fsm.CauseListComplete || t.Cause == fsm.CauseInitialEventsEnd:
+		c.st.ListFailing = nil
+	case t.Event.Failure != nil && (t.From == fsm.Listing || t.From == fsm.Relisting):
+		lf := c.st.ListFailing
+		if lf == nil {
+			lf = &ListFailing{Since: t.Event.Now, Relist: t.From == fsm.Relisting}
+			c.st.ListFailing = lf
+		}
+		lf.Failures++
+		lf.Last = failureOf(t)
+	}
 }

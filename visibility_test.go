@@ -234,3 +234,45 @@ func TestHasSyncedStaysFalseAfterFailedReplace(t *testing.T) {
 		require.False(t, r.Stats().Synced)
 	})
 }
+
+// docs/semantics.md "Visibility": a relist that keeps failing is visible in Stats — since when,
+// how many failures, the last — while HasSynced stays true on the state the store still holds;
+// a completed listing clears it.
+func TestStatsShowAFailingRelist(t *testing.T) {
+	s := sim.New(sim.Options{})
+	u, err := s.Start()
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	_, err = s.Create(sim.ConfigMaps, "default", "a", nil)
+	require.NoError(t, err)
+	p, err := faultproxy.New(faultproxy.Config{Upstream: u})
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	cfg := fastConfig(p.URL())
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	r, err := rewatch.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	require.Eventually(t, func() bool { return r.Stats().Watches == 1 && r.HasSynced() }, 10*time.Second, time.Millisecond)
+	require.Nil(t, r.Stats().ListFailing)
+
+	lists := p.AddRule(faultproxy.Rule{Kind: faultproxy.List, Times: -1, Fault: faultproxy.Respond(faultproxy.InternalError())})
+	p.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1, Fault: faultproxy.Respond(faultproxy.Expired())})
+	s.DropWatches() // the re-watch is answered 410, and the relist fails
+	require.Eventually(t, func() bool {
+		lf := r.Stats().ListFailing
+		return lf != nil && lf.Failures >= 3
+	}, 10*time.Second, time.Millisecond, "a failing relist is visible; LISTs refused: %d", lists.Fired())
+	st := r.Stats()
+	require.True(t, st.ListFailing.Relist)
+	require.Equal(t, 500, st.ListFailing.Last.Code)
+	require.False(t, st.ListFailing.Since.IsZero())
+	require.True(t, st.Synced, "the store still holds the earlier state")
+
+	p.ClearRules()
+	require.Eventually(t, func() bool { return r.Stats().ListFailing == nil }, 10*time.Second, time.Millisecond, "a completed relist clears it")
+	cancel()
+	require.NoError(t, <-done)
+}

@@ -92,8 +92,13 @@ func TestListTooBigForMaxListBytesSyncsByPages(t *testing.T) {
 		for i := 1; i < len(ls); i++ {
 			require.NotEqual(t, ls[i-1].Query.Encode(), ls[i].Query.Encode(), "LIST %d repeats the request before it:\n%s", i, e.describe())
 		}
-		_, failed := e.r.Stats().LastFailures[fsm.CauseListFailed]
-		require.True(t, failed, "the whole list was refused first")
+		refused, ok := e.r.Stats().LastFailures[fsm.CauseWholeListRefused]
+		require.True(t, ok, "the whole list was refused first:\n%s", e.describe())
+		require.Contains(t, refused.Message, "exceeds MaxListBytes")
+		require.Equal(t, 1, e.r.Stats().Retries[fsm.CauseWholeListRefused], "once: every LIST pages from then on")
+		for _, r := range ls {
+			require.True(t, r.Query.Get("resourceVersion") == "0" || r.Query.Has("limit"), "only the first LIST, at RV 0, is whole: %s", listQuery(r))
+		}
 		e.report("LIST over MaxListBytes", "first LIST and relist by pages")
 	})
 }

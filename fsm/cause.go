@@ -24,6 +24,7 @@ const (
 	CauseInitialEventsEnd
 	CauseWatchListUnsupported
 	CauseInitialTransferCut
+	CauseWholeListRefused
 
 	// Watching.
 	CauseWatchOpened
@@ -127,6 +128,11 @@ var causeDecls = [numCauses]CauseInfo{
 		Classes: rejectedClasses, Retry: true},
 	CauseInitialTransferCut: {ID: "initial-transfer-cut", Label: "initial transfer cut",
 		Classes: transferCutClasses, Retry: true},
+	// A whole list (no limit, or RV 0, which the watch cache serves whole) that came back too
+	// large for MaxListBytes (a transport fact), or timed out while the server built it (a
+	// 504): lists page from then on.
+	CauseWholeListRefused: {ID: "whole-list-refused", Label: "whole LIST too large / timed out → pages",
+		Classes: ClassesOf(ClassTransport, ClassBusy), Retry: true},
 
 	CauseWatchOpened: {ID: "watch-opened", Label: "watch opened", Accepted: true},
 	// A frame on a stream not yet reported open counts as its opening, and so as accepted

@@ -55,7 +55,7 @@ func TestEnumNames(t *testing.T) {
 	checkEnum[CommandKind](t, "CommandKind", []string{"", "list", "watch", "cancel-request", "arm-timer",
 		"cancel-timer", "stage", "replace-store", "discard-staged", "apply", "stopped"})
 	checkEnum[WatchEventType](t, "WatchEventType", []string{"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
-	checkEnum[Transport](t, "Transport", []string{"", "refused", "reset", "eof", "timeout", "decode", "other"})
+	checkEnum[Transport](t, "Transport", []string{"", "refused", "reset", "eof", "timeout", "decode", "other", "too-large"})
 	checkEnum[Class](t, "Class", []string{"", "busy", "internal", "expired", "too-large-rv", "transport", "rejected"})
 	ids := []string{""}
 	for _, c := range Causes() {

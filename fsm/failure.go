@@ -77,10 +77,12 @@ const (
 	Decode
 	// OtherTransport: any other client-side failure (TLS, DNS, proxy).
 	OtherTransport
+	// TooLarge: the response was larger than the client takes (a LIST body past MaxListBytes).
+	TooLarge
 )
 
 var transportNames = enumNames[Transport]{typ: "Transport", kind: "transport",
-	names: []string{"", "refused", "reset", "eof", "timeout", "decode", "other"}}
+	names: []string{"", "refused", "reset", "eof", "timeout", "decode", "other", "too-large"}}
 
 func (t Transport) String() string                { return transportNames.String(t) }
 func (t Transport) MarshalText() ([]byte, error)  { return transportNames.MarshalText(t) }

@@ -63,6 +63,9 @@ type ListState struct {
 	Continue string `json:"continue,omitempty"`
 	// Full: the request in flight is the one unpaginated fallback LIST.
 	Full bool `json:"full,omitempty"`
+	// Whole: the request in flight asks for the whole list in one response — no limit, or RV
+	// 0, which the watch cache serves whole whatever the limit.
+	Whole bool `json:"whole,omitempty"`
 	// Streaming: the current listing is a watch-list stream (sendInitialEvents).
 	Streaming bool `json:"streaming,omitempty"`
 	// Staged counts the stage commands (items, pages, initial events) of the listing in
@@ -76,11 +79,17 @@ type ListState struct {
 
 // ServerFacts is what the server's answers have shown about it; it outlives every listing.
 type ServerFacts struct {
-	// Pages: a LIST answer has carried a continue token, so the server pages this resource (its
-	// watch cache is off, or does not serve it): relists at a known RV page too. Until then a
-	// relist at a known RV asks for everything in one response, which the watch cache serves
-	// (docs/semantics.md, "Requests").
+	// Pages: the server answered a LIST at RV 0 in pages, so no watch cache serves this
+	// resource: relists at a known RV page too. Until then a relist at a known RV asks for
+	// everything in one response, which the watch cache serves. A paged answer to any other
+	// LIST says nothing: the v1.37 watch cache pages a consistent read and a read at a given
+	// RV with a limit (docs/semantics.md, "Requests").
 	Pages bool `json:"pages,omitempty"`
+	// WholeListsFail: a whole list could not be taken — larger than MaxListBytes, or timed out
+	// while the server built it — so every LIST pages from then on, a first one as a
+	// consistent read (RV 0 is served whole whatever the limit; docs/semantics.md, "A list
+	// that cannot be served whole").
+	WholeListsFail bool `json:"wholeListsFail,omitempty"`
 	// WatchListUnsupported: the server refused watch-list once; LIST from then on.
 	WatchListUnsupported bool `json:"watchListUnsupported,omitempty"`
 }

@@ -48,6 +48,7 @@ var Table = []Transition{
 	{From: Listing, Cause: CauseInitialEventsEnd, To: Watching},
 	{From: Listing, Cause: CauseWatchListUnsupported, To: Listing},
 	{From: Listing, Cause: CauseInitialTransferCut, To: Backoff, Then: Listing},
+	{From: Listing, Cause: CauseWholeListRefused, To: Listing},
 	{From: Listing, Cause: CauseStop, To: Stopped},
 
 	{From: Watching, Cause: CauseWatchOpened, To: Watching},
@@ -83,6 +84,7 @@ var Table = []Transition{
 	{From: Relisting, Cause: CauseInitialEventsEnd, To: Watching},
 	{From: Relisting, Cause: CauseWatchListUnsupported, To: Relisting},
 	{From: Relisting, Cause: CauseInitialTransferCut, To: Backoff, Then: Relisting},
+	{From: Relisting, Cause: CauseWholeListRefused, To: Relisting},
 	{From: Relisting, Cause: CauseStop, To: Stopped},
 }
 

@@ -390,27 +390,31 @@ func TestPropertyNoHotLoop(t *testing.T) {
 }
 
 // docs/semantics.md "Requests": the first LIST and every continue page ask for a limit; a
-// relist at a known RV asks for none until a LIST answer has carried a continue token (the
-// server pages: no watch cache serves the resource) or PageRelists is set, and from then on
-// asks for one. Tracked here from the events alone.
+// relist at a known RV asks for none until the answer to a LIST at RV 0 has carried a continue
+// token (the server pages: no watch cache serves the resource), a whole list could not be taken
+// ("A list that cannot be served whole"), or PageRelists is set, and from then on asks for
+// one. A paged answer to any other LIST changes nothing. Tracked here from the events alone.
 func TestPropertyRelistPagesOnlyWhereTheServerPages(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := drawRun(t)
 		cfg := r.m.Config()
-		serverPages := false
+		serverPages, wholeFailed := false, false
 		for i, st := range r.steps {
+			if st.cause == fsm.CauseWholeListRefused {
+				wholeFailed = true // and the LIST this step gives already pages
+			}
 			for _, c := range st.commands {
 				if c.Kind != fsm.CmdListPage || cfg.PageSize <= 0 {
 					continue
 				}
 				atKnownRV := c.Continue == "" && c.ResourceVersion != "" && c.ResourceVersion != "0"
 				fallback := st.after.List.Full
-				want := !fallback && (!atKnownRV || serverPages || cfg.PageRelists)
+				want := !fallback && (!atKnownRV || serverPages || wholeFailed || cfg.PageRelists)
 				if got := c.Limit > 0; got != want {
-					t.Fatalf("step %d: %v asks for a limit: %v, want %v (server paged before: %v)", i, c, got, want, serverPages)
+					t.Fatalf("step %d: %v asks for a limit: %v, want %v (server paged at RV 0 before: %v, a whole list failed: %v)", i, c, got, want, serverPages, wholeFailed)
 				}
 			}
-			if st.cause != fsm.NoCause && st.gen.event.Kind == fsm.EvListPage && st.gen.event.Continue != "" {
+			if st.cause != fsm.NoCause && st.gen.event.Kind == fsm.EvListPage && st.gen.event.Continue != "" && st.after.List.RV == "0" {
 				serverPages = true
 			}
 		}

@@ -57,6 +57,9 @@ func (m *Machine) listCause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 		}
 		return fsm.CauseListComplete
 	case fsm.EvListFailed:
+		if m.wholeListRefused(s, e.Failure) {
+			return fsm.CauseWholeListRefused
+		}
 		switch classify(e.Failure) {
 		case fsm.ClassExpired, fsm.ClassTooLargeRV:
 			// client-go's pager: an expired continue token falls back to one full list at the

@@ -26,7 +26,7 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 	case fsm.CauseListItem:
 		stageItem(s, e, out)
 	case fsm.CauseListPageMore:
-		s.Server.Pages = true
+		pageAnswered(s)
 		stagePage(s, e, out)
 		m.listPage(s, out, pageContinue, e.Continue)
 	case fsm.CauseListComplete:
@@ -39,9 +39,24 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 		m.startListing(s, out)
 	case fsm.CauseContinueExpired:
 		discardStaged(s, out)
-		m.listPage(s, out, pageFull, "")
+		if s.Server.WholeListsFail {
+			// A whole list could not be taken before: start the pages again instead.
+			m.listPage(s, out, pageFirst, "")
+		} else {
+			m.listPage(s, out, pageFull, "")
+		}
+	case fsm.CauseWholeListRefused:
+		// Asking for the same whole list again at every backoff step would fail the same way:
+		// page from now on, at once (docs/semantics.md, "A list that cannot be served whole").
+		m.endRequest(s, e, out)
+		discardStaged(s, out)
+		s.Server.WholeListsFail = true
+		m.startListing(s, out)
 	case fsm.CauseListFailed, fsm.CauseListRejected, fsm.CauseInitialTransferCut:
-		resumable := s.List.Continuing && !s.List.Streaming
+		// A continuation page the server refused (400: a token it cannot read) is not retried:
+		// the same token would be refused forever. The listing starts again from page 1 after
+		// the wait, as client-go's does (docs/semantics.md, "Initial LIST").
+		resumable := s.List.Continuing && !s.List.Streaming && row.Cause != fsm.CauseListRejected
 		m.endRequest(s, e, out)
 		if !resumable {
 			// A first page or a watch-list stream has nothing to resume from.

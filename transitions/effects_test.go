@@ -172,6 +172,8 @@ func rowCases() map[fsm.Transition]rowCase {
 			event: failing(fsm.EvWatchOpenFailed, httpBare(422)), want: []fsm.CommandKind{discard, list}}
 		cases[row(from, fsm.CauseInitialTransferCut)] = rowCase{cfg: watchListOn, setup: func(p *play) { setup(p); p.initialEvent() },
 			event: plain(fsm.EvWatchEnded), want: []fsm.CommandKind{discard, arm}}
+		cases[row(from, fsm.CauseWholeListRefused)] = rowCase{setup: setup,
+			event: failing(fsm.EvListFailed, &fsm.Failure{Transport: fsm.TooLarge}), want: []fsm.CommandKind{list}}
 		cases[row(from, fsm.CauseStop)] = rowCase{setup: setup,
 			event: plain(fsm.EvStop), want: []fsm.CommandKind{cancel, stopped}}
 	}

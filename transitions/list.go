@@ -3,6 +3,8 @@ package transitions
 import (
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/rewatch/rewatch/fsm"
 )
 
@@ -43,6 +45,12 @@ func (m *Machine) startListing(s *fsm.Snapshot, out *[]fsm.Command) {
 		return
 	}
 	s.List.Streaming = false
+	if s.List.RV == "0" && s.Server.WholeListsFail {
+		// The watch cache answers RV 0 whole whatever the limit, and a whole list is what
+		// could not be taken: a consistent read is the one it pages (docs/semantics.md, "A
+		// list that cannot be served whole").
+		s.List.RV = ""
+	}
 	m.listPage(s, out, pageFirst, "")
 }
 
@@ -64,29 +72,65 @@ func (m *Machine) listPage(s *fsm.Snapshot, out *[]fsm.Command, kind pageKind, c
 			c.Match = "NotOlderThan"
 		}
 	}
-	if m.paged(s, kind) {
+	paged := m.paged(s, kind)
+	if paged {
 		c.Limit = m.cfg.PageSize
 	}
+	// At RV 0 the watch cache ignores the limit and answers in one response.
+	s.List.Whole = kind != pageContinue && (!paged || s.List.RV == "0")
 	emit(out, c)
 }
 
 // paged says whether a LIST request asks for a limit. A relist at a known RV does not, as long
-// as no LIST answer has carried a continue token: the watch cache serves a LIST at a given RV
-// from memory, and unpaginated it takes one request instead of one per page — which counts
-// when a fleet relists at once behind API Priority and Fairness, where every page queues for
-// a seat and may be turned away on its own (bench/RESULTS.md, "Fleets"; client-go's reflector
-// makes the same choice). Once the server has paged a list, its watch cache does not serve
-// this resource and a whole list would be one large read from etcd, so relists page too. The
-// first LIST always asks for a limit: at RV 0 the watch cache ignores it, and without a watch
-// cache it is what tells the two apart. docs/semantics.md, "Requests".
+// as the server has not shown that no watch cache serves this resource: the watch cache serves
+// a LIST at a given RV from memory, and unpaginated it takes one request instead of one per
+// page — which counts when a fleet relists at once behind API Priority and Fairness, where
+// every page queues for a seat and may be turned away on its own (bench/RESULTS.md, "Fleets";
+// client-go's reflector makes the same choice). What shows it is a paged answer to the LIST at
+// RV 0 (Server.Pages, set in pageAnswered): without a watch cache a whole list would be one
+// large read from etcd, so relists page too. Relists page as well once a whole list could not
+// be taken (Server.WholeListsFail). The first LIST always asks for a limit: at RV 0 the watch
+// cache ignores it, and without a watch cache it is what tells the two apart.
+// docs/semantics.md, "Requests".
 func (m *Machine) paged(s *fsm.Snapshot, kind pageKind) bool {
 	switch {
 	case kind == pageFull || m.cfg.PageSize <= 0:
 		return false
 	case kind == pageFirst && s.List.RV != "" && s.List.RV != "0":
-		return s.Server.Pages || m.cfg.PageRelists
+		return s.Server.Pages || s.Server.WholeListsFail || m.cfg.PageRelists
 	}
 	return true
+}
+
+// pageAnswered notes what a page with a continue token says about the server. Only a paged
+// answer to a LIST at RV 0 says that no watch cache serves the resource: the watch cache
+// answers RV 0 whole whatever the limit, but pages a consistent read ("") and, in v1.37, a read
+// at a given RV that asks for a limit, so a paged answer to either says nothing (measured on
+// kube-apiserver v1.37; client-go decides from the RV 0 list alone as well).
+func pageAnswered(s *fsm.Snapshot) {
+	if s.List.RV == "0" {
+		s.Server.Pages = true
+	}
+}
+
+// wholeListRefused: the request in flight asked for the whole list, and the answer says it
+// cannot be served whole — larger than MaxListBytes, or, for a request without a limit, a
+// server timeout while it built the list (a 504 Timeout or ServerTimeout Status that is not
+// "too large resource version"). A timeout answering RV 0 is not read so: the watch cache
+// serves that from memory, and a slow answer there says the server is busy, not that the list
+// is too big. Only when the listing can page and does not already.
+func (m *Machine) wholeListRefused(s *fsm.Snapshot, f *fsm.Failure) bool {
+	if !s.List.Whole || m.cfg.PageSize <= 0 || s.Server.WholeListsFail || f == nil {
+		return false
+	}
+	switch classify(f) {
+	case fsm.ClassTransport:
+		return f.Transport == fsm.TooLarge
+	case fsm.ClassBusy:
+		err := statusError(f)
+		return s.List.RV != "0" && (apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err))
+	}
+	return false
 }
 
 // stageItem stages one LIST item as it arrives (docs/semantics.md, "Relists").
@@ -132,7 +176,7 @@ func discardPageItems(s *fsm.Snapshot, out *[]fsm.Command) {
 func (m *Machine) replace(s *fsm.Snapshot, rv string, now time.Time, out *[]fsm.Command) {
 	emit(out, fsm.Command{Kind: fsm.CmdReplaceStore, ResourceVersion: rv})
 	s.List.Staged, s.List.PageItems = 0, 0
-	s.List.Streaming, s.List.Continuing, s.List.Full, s.List.Continue = false, false, false, ""
+	s.List.Streaming, s.List.Continuing, s.List.Full, s.List.Whole, s.List.Continue = false, false, false, false, ""
 	s.Synced = true
 	// A fresh full state is what relisting past the InternalError window buys. A streak that
 	// began before it must not buy another one (seen in the bench storm: a relist for a 410,

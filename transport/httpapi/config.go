@@ -31,7 +31,8 @@ type Config struct {
 	MetadataOnly bool
 	// MaxFrameBytes bounds one watch frame. Default 16 MiB, apimachinery's own decoder limit.
 	MaxFrameBytes int64
-	// MaxListBytes bounds one LIST response body. Default 2 GiB.
+	// MaxListBytes bounds one LIST response body. Default 2 GiB. A body past it fails as
+	// fsm.TooLarge, and the machine pages from then on.
 	MaxListBytes int64
 	// UserAgent is sent with every request. Default "rewatch".
 	UserAgent string

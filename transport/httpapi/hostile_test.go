@@ -210,8 +210,9 @@ func TestHostileListBodies(t *testing.T) {
 }
 
 // A LIST body that breaks off, grows past MaxListBytes, or holds an item that will not decode
-// fails the LIST — the connection's own failure for a cut, a decode failure for the others —
-// and the LIST is retried after a wait; never a panic, never a page taken for complete.
+// fails the LIST — the connection's own failure for a cut, TooLarge past the bound, a decode
+// failure for the others — and the LIST is retried after a wait (a list too large to take
+// whole at once, by pages); never a panic, never a page taken for complete.
 func TestHostileStreamedListBodies(t *testing.T) {
 	big := `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[` +
 		strings.Repeat(`{"metadata":{"name":"a","namespace":"default","resourceVersion":"9"},"data":{"k":"`+strings.Repeat("x", 1000)+`"}},`, 20) +
@@ -221,6 +222,8 @@ func TestHostileStreamedListBodies(t *testing.T) {
 		mod       func(*httpapi.Config)
 		transport fsm.Transport
 		message   string
+		// paged: the failure is answered at once by a paged LIST, not after a wait.
+		paged bool
 	}{
 		"cut midway": {list: func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
@@ -232,7 +235,7 @@ func TestHostileStreamedListBodies(t *testing.T) {
 		"over MaxListBytes": {list: func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, big)
-		}, mod: func(c *httpapi.Config) { c.MaxListBytes = 4096 }, transport: fsm.Decode, message: "exceeds 4096 bytes"},
+		}, mod: func(c *httpapi.Config) { c.MaxListBytes = 4096 }, transport: fsm.TooLarge, message: "exceeds MaxListBytes (4096 bytes)", paged: true},
 		"malformed item": {list: func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"]}]}`)
@@ -244,10 +247,16 @@ func TestHostileStreamedListBodies(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := runAgainst(t, &scripted{list: c.list, watch: []func(http.ResponseWriter){hang}}, c.mod)
-			tr := r.waitCause(t, fsm.CauseListFailed, fsm.CauseListComplete)
-			require.Equal(t, fsm.CauseListFailed, tr.Cause)
+			tr := r.waitCause(t, fsm.CauseListFailed, fsm.CauseWholeListRefused, fsm.CauseListComplete)
 			require.Equal(t, c.transport, tr.Event.Failure.Transport)
 			require.Contains(t, tr.Event.Failure.Message, c.message)
+			if c.paged {
+				require.Equal(t, fsm.CauseWholeListRefused, tr.Cause)
+				require.Equal(t, int64(500), tr.Commands[0].Limit, "the next LIST pages: %v", tr.Commands)
+				r.waitCause(t, fsm.CauseListComplete)
+				return
+			}
+			require.Equal(t, fsm.CauseListFailed, tr.Cause)
 			require.NoError(t, r.clock.WaitForTimers(context.Background(), 1))
 			r.clock.Add(armed(tr))
 			r.waitCause(t, fsm.CauseListComplete)

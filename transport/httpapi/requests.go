@@ -102,7 +102,9 @@ func (t *Transport) list(ctx context.Context, c *fsm.Command, item func(obj any,
 	case errors.As(err, &itemErr):
 		return failed(itemErr.f)
 	case errors.Is(body.err, errListTooLarge):
-		return failed(transport.Failure(&fsm.DecodeError{Err: fmt.Errorf("LIST response exceeds %d bytes", t.cfg.MaxListBytes)}))
+		// Named apart from a decode error: the machine pages a list it could not take whole
+		// (docs/semantics.md, "A list that cannot be served whole").
+		return failed(&fsm.Failure{Transport: fsm.TooLarge, Message: fmt.Sprintf("LIST response exceeds MaxListBytes (%d bytes)", t.cfg.MaxListBytes)})
 	case body.err != nil:
 		return failed(transport.Failure(body.err))
 	}
