@@ -252,7 +252,9 @@ func TestHostileStreamedListBodies(t *testing.T) {
 			require.Contains(t, tr.Event.Failure.Message, c.message)
 			if c.paged {
 				require.Equal(t, fsm.CauseWholeListRefused, tr.Cause)
-				require.Equal(t, int64(500), tr.Commands[0].Limit, "the next LIST pages: %v", tr.Commands)
+				next := tr.Commands[len(tr.Commands)-1]
+				require.Equal(t, fsm.CmdListPage, next.Kind, "%v", tr.Commands)
+				require.Equal(t, int64(500), next.Limit, "the next LIST pages: %v", tr.Commands)
 				r.waitCause(t, fsm.CauseListComplete)
 				return
 			}
