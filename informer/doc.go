@@ -5,8 +5,12 @@
 //
 // What a handler sees follows client-go's informer:
 //
-//   - every handler has its own unbounded queue and goroutine, so a slow handler delays only
-//     itself, never the watch or the other handlers;
+//   - the reflector's goroutine appends each change once to a processor, which fans it out to
+//     every handler's own unbounded queue and goroutine, so a slow handler delays only itself,
+//     and many handlers do not slow the watch;
+//   - a handler's panic is handled as client-go's informer handles it (utilruntime.ReallyCrash
+//     decides whether the process ends), and registrations have ShutdownChan for
+//     cache.ShutDownEventHandler;
 //   - the initial state arrives as adds with isInInitialList true, and the registration's
 //     HasSynced turns true once its handler has been given all of them;
 //   - a relist (after a 410, say) is diffed against the indexer: adds for new keys, updates for

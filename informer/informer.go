@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
@@ -50,19 +51,21 @@ type Informer struct {
 	// that saw the error; it is never run.
 	placeholder *cache.Reflector
 
-	// mu orders every change of the indexer with the notifications it causes and with the set
-	// of listeners, so that a handler added at any moment sees each object exactly once.
+	// mu orders every change of the indexer with the sequence number of the notification it
+	// causes, and with the snapshot a handler added at that moment is given, so that the
+	// handler sees each change exactly once. The store path holds it for the indexer's change
+	// and an append to the processor's queue; the fan-out to handlers is the processor's.
 	mu           sync.Mutex
-	listeners    map[*listener]struct{}
+	processor    *processor
 	transform    cache.TransformFunc
 	errorHandler cache.WatchErrorHandlerWithContext
-	running      bool
-	wg           sync.WaitGroup
 	resyncWake   chan struct{}
 
 	started, stopped, synced atomic.Bool
-	syncedCh                 chan struct{}
-	constructErr             error
+	// syncedAt is the sequence number of the last notification of the initial state.
+	syncedAt     atomic.Uint64
+	syncedCh     chan struct{}
+	constructErr error
 
 	// lastRV is written on every event the reflector takes; a string under a lock costs no
 	// allocation there, where a pointer swap would cost one per event.
@@ -98,7 +101,7 @@ func New(transport driver.Transport, example runtime.Object, opts Options) *Info
 		name: name, opts: opts, transport: transport, transform: opts.Transform,
 		indexer:     cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexers),
 		placeholder: cache.NewNamedReflector(name, &cache.ListWatch{}, example, cache.NewStore(cache.MetaNamespaceKeyFunc), 0),
-		listeners:   map[*listener]struct{}{}, syncedCh: make(chan struct{}), resyncWake: make(chan struct{}, 1),
+		processor:   newProcessor(), syncedCh: make(chan struct{}), resyncWake: make(chan struct{}, 1),
 	}
 	if transport == nil {
 		inf.constructErr = errors.New("informer: no transport")
@@ -126,13 +129,12 @@ func (i *Informer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler,
 }
 
 // AddEventHandlerWithOptions adds a handler. Once the informer has synced, the handler is first
-// given the current contents as adds (isInInitialList true).
+// given the current contents as adds (isInInitialList true). A panic in a handler call is
+// handled as client-go's informer handles it (docs/semantics.md, "Handlers"), logged with
+// o.Logger (default: the informer's Logger).
 func (i *Informer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
 	if h == nil {
 		return nil, errors.New("informer: nil handler")
-	}
-	if i.stopped.Load() {
-		return nil, fmt.Errorf("informer %s has stopped: handler %v was not added", i.name, h)
 	}
 	period := i.opts.ResyncPeriod
 	if o.ResyncPeriod != nil {
@@ -141,41 +143,40 @@ func (i *Informer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o ca
 	if period > 0 && period < minimumResyncPeriod {
 		period = minimumResyncPeriod
 	}
+	logger := logr.FromSlogHandler(i.opts.Logger.Handler())
+	if o.Logger != nil {
+		logger = *o.Logger
+	}
+	resync := resyncClock{period: period, next: i.opts.Clock.Now().Add(period)}
+	// The reflector waits while the indexer is copied (pointers, not objects) and the
+	// listener registered; the replay itself is the listener's, on its own goroutine.
 	i.mu.Lock()
-	defer i.mu.Unlock()
-	l := newListener(h, resyncClock{period: period, next: i.opts.Clock.Now().Add(period)})
-	for _, obj := range i.indexer.List() {
-		l.add(notification{kind: notifyAdd, obj: obj, initial: true})
+	if i.stopped.Load() {
+		i.mu.Unlock()
+		// client-go's wording, which callers match on.
+		return nil, fmt.Errorf("handler %v was not added to shared informer because it has stopped already", h)
 	}
-	i.listeners[l] = struct{}{}
-	if i.running {
-		i.startListener(l)
-	}
-	l.maybeSynced(i.synced.Load())
+	l := newListener(i, h, logger, resync, i.processor.seq+1, i.indexer.List())
+	i.processor.add(l)
+	i.mu.Unlock()
+	l.maybeSynced()
 	i.wakeResync()
 	return &registration{l: l, informer: i}, nil
 }
 
-// RemoveEventHandler stops a handler; what was queued for it is dropped.
+// RemoveEventHandler stops a handler: what was queued for it is dropped, and a call under way
+// completes (cache.ShutDownEventHandler waits for it). As client-go's, it returns nil for a
+// registration that is no longer, or never was, one of this informer's, and an error only for
+// a handle that is not a registration of a rewatch informer.
 func (i *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
 	r, ok := handle.(*registration)
-	if !ok || r.informer != i {
-		return fmt.Errorf("informer %s: registration %v is not one of this informer's", i.name, handle)
+	if !ok {
+		return fmt.Errorf("informer %s: %T is not a registration of a rewatch informer", i.name, handle)
 	}
-	i.mu.Lock()
-	delete(i.listeners, r.l)
-	i.mu.Unlock()
-	r.l.shutdown()
+	if r.informer == i {
+		i.processor.remove(r.l)
+	}
 	return nil
-}
-
-// startListener runs l's goroutine; i.mu is held.
-func (i *Informer) startListener(l *listener) {
-	i.wg.Add(1)
-	go func() {
-		defer i.wg.Done()
-		l.run(i.synced.Load)
-	}()
 }
 
 // GetStore is the indexer, as a Store.
@@ -264,22 +265,15 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 		i.opts.Logger.Warn("informer has already been started", "informer", i.name)
 		return
 	}
-	defer i.stopped.Store(true)
+	defer i.shutdown()
 	if i.constructErr != nil {
 		i.opts.Logger.Error("informer cannot run", "informer", i.name, "err", i.constructErr)
 		return
 	}
-	i.mu.Lock()
-	i.running = true
-	for l := range i.listeners {
-		i.startListener(l)
-	}
-	i.mu.Unlock()
-	resyncDone := make(chan struct{})
-	go func() {
-		defer close(resyncDone)
-		i.resyncLoop(ctx)
-	}()
+	i.processor.startAll()
+	var loops sync.WaitGroup
+	loops.Go(func() { i.resyncLoop(ctx) })
+	loops.Go(func() { i.processor.run(ctx, &i.mu) })
 
 	err := driver.Run(ctx, driver.Config{
 		Policy: i.opts.Policy, Transport: i.transport, Store: (*store)(i), Clock: i.opts.Clock, Logger: i.opts.Logger,
@@ -288,14 +282,15 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	if err != nil {
 		i.opts.Logger.Error("informer stopped", "informer", i.name, "err", err)
 	}
-	<-resyncDone
+	loops.Wait()
+}
+
+// shutdown stops every handler once the informer has stopped; handlers added later are refused.
+func (i *Informer) shutdown() {
 	i.mu.Lock()
-	i.running = false
-	for l := range i.listeners {
-		l.shutdown()
-	}
+	i.stopped.Store(true) // under mu: a handler is either added before, and stopped below, or refused
 	i.mu.Unlock()
-	i.wg.Wait()
+	i.processor.stopAll()
 }
 
 func (i *Informer) observe(ctx context.Context, t driver.Transition) {
@@ -309,22 +304,20 @@ func (i *Informer) observe(ctx context.Context, t driver.Transition) {
 	}
 }
 
-// distribute queues n for every listener; i.mu is held.
-func (i *Informer) distribute(n notification) {
-	for l := range i.listeners {
-		l.add(n)
-	}
-}
+// distribute queues n for every listener: one append, whatever their number, which the
+// processor fans out on its own goroutine; i.mu is held.
+func (i *Informer) distribute(n notification) { i.processor.enqueue(n) }
 
-// markSynced is called once the initial state's Replace has returned.
+// markSynced is called once the initial state's Replace has returned; i.mu is held.
 func (i *Informer) markSynced() {
-	if i.synced.CompareAndSwap(false, true) {
-		close(i.syncedCh)
-		for l := range i.listeners {
-			l.maybeSynced(true)
-		}
-		i.wakeResync() // periods that passed before the sync start now
+	if i.synced.Load() {
+		return
 	}
+	i.syncedAt.Store(i.processor.seq)
+	i.synced.Store(true)
+	close(i.syncedCh)
+	i.processor.each(func(l *listener) { l.maybeSynced() })
+	i.wakeResync() // periods that passed before the sync start now
 }
 
 type controllerView struct{ i *Informer }

@@ -3,15 +3,22 @@ package informer
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/go-logr/logr"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/rewatch/rewatch/clockx"
 )
 
 // notification is one call to make on a handler.
 type notification struct {
 	kind     notificationKind
-	old, obj any
 	initial  bool
+	old, obj any
+	// to, for a resync, is the one listener it is for; the others pass over it.
+	to *listener
 }
 
 type notificationKind uint8
@@ -20,44 +27,82 @@ const (
 	notifyAdd notificationKind = iota
 	notifyUpdate
 	notifyDelete
+	// notifyResync is an update (old == new) for each object of obj, a []any snapshot of the
+	// indexer: one notification for the whole resync of one handler.
+	notifyResync
 )
 
-// listener delivers notifications to one handler on its own goroutine, from a queue that never
-// blocks the sender: the reflector's goroutine only appends.
+// pauseAfterPanic is how long a listener waits, after a handler call panicked, before it makes
+// the next call, as client-go's does (when utilruntime.ReallyCrash is false).
+const pauseAfterPanic = time.Second
+
+// listener delivers notifications to one handler on its own goroutine. Its queue never blocks
+// the processor: it holds references to the processor's shared batches, one per batch.
 type listener struct {
 	handler cache.ResourceEventHandler
-	resync  resyncClock
+	logger  logr.Logger
+	clock   clockx.Clock
+	inf     *Informer
+	// resync is guarded by the processor's mu.
+	resync resyncClock
+	// from is the sequence number of the first notification owed to this listener: the ones
+	// before it are in the replay.
+	from uint64
+	// replay is the indexer's contents when the handler was added, handed over first as adds
+	// with isInInitialList true.
+	replay []any
 
 	mu    sync.Mutex
-	queue []notification
-	// spare is the emptied buffer of the last batch, the next queue; only run touches it.
-	spare   []notification
-	wake    chan struct{}
-	stop    chan struct{}
-	stopped bool
-	done    chan struct{}
+	queue []segment
+	// spare is the emptied buffer of the last round, the next queue; only run touches it.
+	spare []segment
+	wake  chan struct{}
 
-	// initialPending counts adds of the initial list not yet handed to the handler; synced
-	// closes once the informer has synced and it is zero.
-	initialPending atomic.Int64
-	synced         chan struct{}
-	syncOnce       sync.Once
+	// started is guarded by the processor's mu.
+	started  bool
+	stopping atomic.Bool
+	stop     chan struct{}
+	stopOnce sync.Once
+	// done closes once the listener has stopped and no handler call is running: the
+	// registration's ShutdownChan.
+	done     chan struct{}
+	doneOnce sync.Once
+
+	// handedOver is the sequence number of the last notification handed over (or passed
+	// over); replayed turns true once the replay was handed over. With the informer's
+	// syncedAt they make the registration's HasSynced.
+	handedOver atomic.Uint64
+	replayed   atomic.Bool
+	synced     chan struct{}
+	syncOnce   sync.Once
 }
 
-func newListener(h cache.ResourceEventHandler, resync resyncClock) *listener {
-	return &listener{handler: h, resync: resync, wake: make(chan struct{}, 1), stop: make(chan struct{}),
-		done: make(chan struct{}), synced: make(chan struct{})}
+// segment is the part of a shared batch owed to one listener.
+type segment struct {
+	first uint64
+	notes []notification
 }
 
-// add queues n; it never blocks.
-func (l *listener) add(n notification) {
-	if n.initial {
-		l.initialPending.Add(1)
+func newListener(inf *Informer, h cache.ResourceEventHandler, logger logr.Logger, resync resyncClock, from uint64, replay []any) *listener {
+	l := &listener{handler: h, logger: logger, clock: inf.opts.Clock, inf: inf, resync: resync, from: from, replay: replay,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), synced: make(chan struct{})}
+	l.handedOver.Store(from - 1)
+	l.replayed.Store(len(replay) == 0)
+	return l
+}
+
+// push queues the part of b owed to l; it never blocks.
+func (l *listener) push(b *batch) {
+	last := b.first + uint64(len(b.notes)) - 1
+	if last < l.from {
+		return
+	}
+	s := segment{first: b.first, notes: b.notes}
+	if l.from > b.first {
+		s.first, s.notes = l.from, b.notes[l.from-b.first:]
 	}
 	l.mu.Lock()
-	if !l.stopped {
-		l.queue = append(l.queue, n)
-	}
+	l.queue = append(l.queue, s)
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -65,74 +110,149 @@ func (l *listener) add(n notification) {
 	}
 }
 
-// take returns the queued notifications and gives the listener spare, emptied, as its next
-// queue: the two buffers swap, so nothing is copied.
-func (l *listener) take(spare []notification) []notification {
+// take returns the queued segments and gives the listener spare, emptied, as its next queue.
+func (l *listener) take(spare []segment) []segment {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	batch := l.queue
+	segs := l.queue
 	l.queue = spare[:0]
-	return batch
+	return segs
 }
 
-// keptBuffer is the largest queue buffer a listener keeps between batches: an initial list of
-// 50,000 objects must not leave 50,000 notifications' worth of memory behind for the
-// informer's lifetime.
+// keptBuffer is the largest buffer the processor and a listener keep between batches: an
+// initial list of 50,000 objects must not leave that many notifications' worth of memory
+// behind for the informer's lifetime.
 const keptBuffer = 1024
 
-// run hands notifications to the handler until the listener is stopped.
-func (l *listener) run(informerSynced func() bool) {
-	defer close(l.done)
+// run hands notifications to the handler until the listener is stopped: the replay first, then
+// what the processor pushes.
+func (l *listener) run() {
+	defer l.finish()
+	c := caller{l: l}
+	for _, obj := range l.replay {
+		if !c.call(&notification{kind: notifyAdd, obj: obj, initial: true}) {
+			return
+		}
+	}
+	l.replay = nil
+	l.replayed.Store(true)
+	l.maybeSynced()
 	for {
 		select {
 		case <-l.stop:
 			return
 		case <-l.wake:
 		}
-		batch := l.take(l.spare)
-		for i := range batch {
-			select {
-			case <-l.stop:
-				return
-			default:
-			}
-			n := &batch[i]
-			switch n.kind {
-			case notifyAdd:
-				l.handler.OnAdd(n.obj, n.initial)
-				if n.initial {
-					l.initialPending.Add(-1)
+		segs := l.take(l.spare)
+		for k := range segs {
+			s := &segs[k]
+			for j := range s.notes {
+				n := &s.notes[j]
+				if n.to != nil && n.to != l {
+					continue
 				}
-			case notifyUpdate:
-				l.handler.OnUpdate(n.old, n.obj)
-			case notifyDelete:
-				l.handler.OnDelete(n.obj)
+				if !c.call(n) {
+					return
+				}
 			}
-			*n = notification{}
+			l.handedOver.Store(s.first + uint64(len(s.notes)) - 1)
+			*s = segment{} // the batch is shared: let it go once every listener has
 		}
 		l.spare = nil
-		if cap(batch) <= keptBuffer {
-			l.spare = batch[:0]
+		if cap(segs) <= keptBuffer {
+			l.spare = segs[:0]
 		}
-		l.maybeSynced(informerSynced())
+		l.maybeSynced()
 	}
 }
 
-// maybeSynced closes synced once the informer has synced and every initial add was handed over.
-func (l *listener) maybeSynced(informerSynced bool) {
-	if informerSynced && l.initialPending.Load() == 0 {
+// caller makes handler calls, recovering a panic as client-go's listener does.
+type caller struct {
+	l      *listener
+	paused bool
+}
+
+// call hands n to the handler (a resync: each of its objects); it is false once the listener
+// is stopping.
+func (c *caller) call(n *notification) bool {
+	if n.kind != notifyResync {
+		return c.one(n)
+	}
+	for _, obj := range n.obj.([]any) {
+		if !c.one(&notification{kind: notifyUpdate, old: obj, obj: obj}) {
+			return false
+		}
+	}
+	return true
+}
+
+// one makes one handler call; after a call that panicked, the next one waits pauseAfterPanic
+// first.
+func (c *caller) one(n *notification) bool {
+	if c.l.stopping.Load() {
+		return false
+	}
+	if c.paused && !c.l.sleep(pauseAfterPanic) {
+		return false
+	}
+	c.paused = !c.l.handle(n)
+	return true
+}
+
+// handle makes one handler call. A panic is handled by utilruntime.HandleCrashWithLogger, as
+// in client-go: logged with the handler's logger, given to utilruntime.PanicHandlers, and then,
+// when utilruntime.ReallyCrash is true (its default), raised again, which ends the process;
+// otherwise the notification is dropped and handle reports false.
+func (l *listener) handle(n *notification) (completed bool) {
+	defer utilruntime.HandleCrashWithLogger(l.logger)
+	switch n.kind {
+	case notifyAdd:
+		l.handler.OnAdd(n.obj, n.initial)
+	case notifyUpdate:
+		l.handler.OnUpdate(n.old, n.obj)
+	case notifyDelete:
+		l.handler.OnDelete(n.obj)
+	}
+	return true
+}
+
+// sleep waits d on the informer's clock; it is false if the listener was stopped meanwhile.
+func (l *listener) sleep(d time.Duration) bool {
+	t := l.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-l.stop:
+		return false
+	}
+}
+
+// maybeSynced closes synced once the informer has synced and this handler has been given every
+// notification up to the one that completed the initial state.
+func (l *listener) maybeSynced() {
+	if l.hasSynced() {
 		l.syncOnce.Do(func() { close(l.synced) })
 	}
 }
 
-func (l *listener) shutdown() {
-	l.mu.Lock()
-	if !l.stopped {
-		l.stopped = true
-		close(l.stop)
-	}
-	l.mu.Unlock()
+func (l *listener) hasSynced() bool {
+	return l.inf.synced.Load() && l.replayed.Load() && l.handedOver.Load() >= l.inf.syncedAt.Load()
 }
+
+// shutdown stops the listener: what was queued for it is dropped, a handler call under way
+// completes. A listener that never ran is finished at once. The processor's mu is held.
+func (l *listener) shutdown() {
+	l.stopOnce.Do(func() {
+		l.stopping.Store(true)
+		close(l.stop)
+	})
+	if !l.started {
+		l.finish()
+	}
+}
+
+func (l *listener) finish() { l.doneOnce.Do(func() { close(l.done) }) }
 
 // registration is what AddEventHandler returns.
 type registration struct {
@@ -142,13 +262,15 @@ type registration struct {
 
 // HasSynced is true once the informer has synced and this handler has been given every object
 // of the initial list.
-func (r *registration) HasSynced() bool {
-	return r.informer.HasSynced() && r.l.initialPending.Load() == 0
-}
+func (r *registration) HasSynced() bool { return r.l.hasSynced() }
 
 func (r *registration) HasSyncedChecker() cache.DoneChecker {
 	return doneChecker{name: r.informer.name + " handler", done: r.l.synced}
 }
+
+// ShutdownChan closes once the handler has been removed (or the informer has stopped) and no
+// call to it is running, which is what cache.ShutDownEventHandler waits for.
+func (r *registration) ShutdownChan() <-chan struct{} { return r.l.done }
 
 type doneChecker struct {
 	name string

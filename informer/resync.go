@@ -25,20 +25,23 @@ func (i *Informer) resyncLoop(ctx context.Context) {
 		i.mu.Lock()
 		now := i.opts.Clock.Now()
 		var wait time.Duration
-		for l := range i.listeners {
+		var snapshot []any // one copy of the indexer's pointers for every handler due now
+		i.processor.each(func(l *listener) {
 			if l.resync.period <= 0 {
-				continue
+				return
 			}
 			if !now.Before(l.resync.next) && i.synced.Load() {
-				for _, obj := range i.indexer.List() {
-					l.add(notification{kind: notifyUpdate, old: obj, obj: obj})
+				if snapshot == nil {
+					snapshot = i.indexer.List()
 				}
+				// In the processor's queue, so the handler gets it after every change before it.
+				i.distribute(notification{kind: notifyResync, obj: snapshot, to: l})
 				l.resync.next = now.Add(l.resync.period)
 			}
 			if d := l.resync.next.Sub(now); d > 0 && (wait == 0 || d < wait) {
 				wait = d
 			}
-		}
+		})
 		i.mu.Unlock()
 		var timerC <-chan time.Time
 		var stop func() bool
