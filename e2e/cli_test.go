@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,4 +84,48 @@ current-context: proxy
 	require.NoError(t, err, "%s", replay)
 	require.True(t, strings.Contains(string(replay), "server-busy"), "%s", replay)
 	e.report("CLI `rewatch watch` (429 at start, then 410)", "journal replays with --check")
+}
+
+// `rewatch watch configmaps -n NS` and `rewatch watch deployments.apps -n NS`, as kubectl users
+// type them, against the real kube-apiserver: the resource is resolved through the server's
+// discovery (apps to its preferred v1) and listed and watched there.
+func TestCLIWatchResourceAsKubectlTypesIt(t *testing.T) {
+	b := sharedReal(t)
+	e := newEnv(t, b, configMaps, 3)
+	bin := buildCLI(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: proxy, cluster: {server: "`+e.proxy.URL()+`"}}]
+users: [{name: nobody, user: {}}]
+contexts: [{name: proxy, context: {cluster: proxy, user: nobody}}]
+current-context: proxy
+`), 0o600))
+	for _, tc := range []struct {
+		resource, path string
+		objects        int
+	}{
+		{"configmaps", "/api/v1/namespaces/" + e.ns + "/configmaps", 3},
+		{"deployments.apps", "/apis/apps/v1/namespaces/" + e.ns + "/deployments", 0},
+	} {
+		t.Run(tc.resource, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "watch", tc.resource, "-n", e.ns, "--kubeconfig", kubeconfig, "-o", "json")
+			var stdout, stderr syncbuf.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			require.NoError(t, cmd.Start())
+			synced := waitFor(30*time.Second, func() bool { return strings.Contains(stdout.String(), `"cause":"list-complete"`) })
+			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+			require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
+			require.True(t, synced, "no list-complete:\n%s\n%s", stdout.String(), stderr.String())
+			listed := false
+			for _, r := range e.requests(faultproxy.List) {
+				listed = listed || r.Path == tc.path
+			}
+			require.True(t, listed, "no LIST of %s: %v", tc.path, e.requests(faultproxy.List))
+			require.Contains(t, stdout.String(), fmt.Sprintf(`"objects":%d`, tc.objects))
+		})
+	}
+	e.report("CLI `rewatch watch configmaps` / `deployments.apps`", "resolved through discovery")
 }

@@ -22,10 +22,14 @@ import (
 )
 
 const watchExample = `  # Watch configmaps in kube-system with the current kubeconfig context, recording a journal:
-  rewatch watch --resource configmaps -n kube-system --journal cm.journal
+  rewatch watch configmaps -n kube-system --journal cm.journal
 
-  # Deployments in every namespace as JSON lines, with Prometheus metrics on :9090/metrics:
-  rewatch watch --group apps --resource deployments -A -o json --metrics-addr :9090`
+  # Deployments in every namespace as JSON lines, with Prometheus metrics on :9090/metrics
+  # (the version is the one discovery prefers, as with kubectl):
+  rewatch watch deployments.apps -A -o json --metrics-addr :9090
+
+  # For scripts, the resource spelled out, without discovery:
+  rewatch watch --group apps --version v1 --resource deployments -A`
 
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
@@ -38,15 +42,18 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		wireFormat              string
 		tun                     tunables
 	)
-	fs := newFlagSet("watch", "--resource NAME [flags]",
+	fs := newFlagSet("watch", "RESOURCE[.GROUP] [flags]  |  rewatch watch --resource NAME [--group G] [--version V] [flags]",
 		"LIST the resource, then WATCH it from the list's resourceVersion, keeping an in-memory cache.\n"+
 			"Prints one line per state transition (not per watch event) and, on a terminal, a live status\n"+
 			"line. SIGINT or SIGTERM stops it and prints a summary. Credentials are found as kubectl finds\n"+
-			"them: --kubeconfig, $KUBECONFIG, ~/.kube/config, then the in-cluster service account.",
+			"them: --kubeconfig, $KUBECONFIG, ~/.kube/config, then the in-cluster service account.\n"+
+			"RESOURCE is resolved as kubectl resolves it, through the server's discovery: plural,\n"+
+			"singular or short name, with .GROUP or .VERSION.GROUP (configmaps, cm, deployments.apps,\n"+
+			"deploy, deployments.v1.apps); --resource/--group/--version name it without discovery.",
 		watchExample, stdout)
-	fs.StringVar(&res.Resource, "resource", "", "resource to watch, plural lower case, e.g. configmaps (required)")
-	fs.StringVar(&res.Group, "group", "", "API group, empty for the core group (e.g. apps)")
-	fs.StringVar(&res.Version, "version", "v1", "API version")
+	fs.StringVar(&res.Resource, "resource", "", "resource to watch, plural lower case, e.g. configmaps (instead of RESOURCE, without discovery)")
+	fs.StringVar(&res.Group, "group", "", "API group of --resource, empty for the core group (e.g. apps)")
+	fs.StringVar(&res.Version, "version", "v1", "API version of --resource")
 	fs.StringVar(&res.Namespace, "namespace", "", "namespace to watch (default: the kubeconfig context's, as kubectl)")
 	fs.StringVar(&res.Namespace, "n", "", "shorthand for --namespace")
 	fs.BoolVar(&allNamespaces, "all-namespaces", false, "watch every namespace")
@@ -63,14 +70,20 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&wireFormat, "format", "auto", "wire format: auto (protobuf for built-in types, else JSON), json or protobuf")
 	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address at /metrics (e.g. :9090)")
 	tun.register(fs.FlagSet, libraryDefaults())
-	if err := parse(fs, args); err != nil {
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	if res.Resource == "" {
-		return usagef("--resource is required (e.g. --resource configmaps)")
+	var resourceArg string
+	switch {
+	case len(positional) > 1:
+		return usagef("unexpected argument %q: watch takes one resource", positional[1])
+	case len(positional) == 1 && anyFlagGiven(fs, "resource", "group", "version"):
+		return usagef("give the resource either as RESOURCE[.GROUP] or with --resource/--group/--version, not both")
+	case len(positional) == 1:
+		resourceArg = positional[0]
+	case res.Resource == "":
+		return usagef("a resource is required (e.g. rewatch watch configmaps, or --resource configmaps)")
 	}
 	if err := choice("output", output, "text", "json"); err != nil {
 		return err
@@ -91,7 +104,17 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !allNamespaces && res.Namespace == "" {
 		res.Namespace = contextNamespace
 	}
-	if res.Namespace != "" && clusterScoped(rc, res) {
+	if resourceArg != "" {
+		found, err := resolveResource(rc, resourceArg)
+		if err != nil {
+			return err
+		}
+		res.Group, res.Version, res.Resource = found.gvr.Group, found.gvr.Version, found.gvr.Resource
+		if !found.namespaced {
+			res.Namespace = "" // as kubectl, below
+		}
+	}
+	if res.Namespace != "" && resourceArg == "" && clusterScoped(rc, res) {
 		// As kubectl does, a namespace means nothing for a cluster-scoped resource (nodes,
 		// namespaces, CRDs): without this, the context's default would ask for
 		// /namespaces/default/nodes, which the server answers 404.
