@@ -24,6 +24,11 @@ type Failure struct {
 	Transport Transport `json:"transport,omitempty"`
 	// Message is a human-readable description for logs. Never a decision input.
 	Message string `json:"message,omitempty"`
+	// Cause is the error the transport got, when it got one and no Status: kept so that Err
+	// unwraps to it (errors.Is(err, context.DeadlineExceeded), errors.As to *url.Error). Never
+	// a decision input, and not journaled: a replayed failure has only its Transport and
+	// Message.
+	Cause error `json:"-"`
 }
 
 // Err is the failure as an error that apimachinery's predicates read the way client-go's
@@ -44,14 +49,18 @@ func (f *Failure) Err() error {
 		}
 		return apierrors.NewGenericServerResponse(f.Code, "", schema.GroupResource{}, "", f.Message, retry, false)
 	}
-	return &TransportError{Transport: f.Transport, Message: f.Message}
+	return &TransportError{Transport: f.Transport, Message: f.Message, Err: f.Cause}
 }
 
-// TransportError is a failure that got no response from the server.
+// TransportError is a failure that got no response from the server. It unwraps to the error
+// the transport got, when there was one.
 type TransportError struct {
 	Transport Transport
 	Message   string
+	Err       error
 }
+
+func (e *TransportError) Unwrap() error { return e.Err }
 
 func (e *TransportError) Error() string {
 	if e.Transport == NoTransportError {

@@ -45,7 +45,7 @@ func Classify(err error) fsm.Transport {
 // Failure translates an error that got no usable response: the connection-level kind and the
 // error's text, for logs.
 func Failure(err error) *fsm.Failure {
-	return &fsm.Failure{Transport: Classify(err), Message: err.Error()}
+	return &fsm.Failure{Transport: Classify(err), Message: err.Error(), Cause: err}
 }
 
 // FromError translates an error a client-go client returned: the server's Status when err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"syscall"
 	"testing"
@@ -41,4 +42,24 @@ func TestFromErrorKeepsTheStatus(t *testing.T) {
 	f = transport.FromError(&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED})
 	require.Nil(t, f.Status)
 	require.Equal(t, fsm.Refused, f.Transport)
+}
+
+// A failure without a response keeps the error the transport got: the error a watch-error
+// handler receives unwraps to it, so errors.Is and errors.As work as on the original.
+func TestFailureErrUnwrapsToTheTransportError(t *testing.T) {
+	urlErr := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api/v1/configmaps", Err: context.DeadlineExceeded}
+	err := transport.Failure(urlErr).Err()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	var got *url.Error
+	require.ErrorAs(t, err, &got)
+	require.Equal(t, urlErr.URL, got.URL)
+	var te *fsm.TransportError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, fsm.Timeout, te.Transport)
+
+	refused := transport.FromError(fmt.Errorf("list: %w", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})).Err()
+	require.ErrorIs(t, refused, syscall.ECONNREFUSED)
+
+	// A failure read back from a journal has no original error; it still reads as one.
+	require.EqualError(t, (&fsm.Failure{Transport: fsm.Reset, Message: "read tcp"}).Err(), "reset: read tcp")
 }
