@@ -101,6 +101,12 @@ func (t Tunable) Set(c *Config, text string) error {
 	return nil
 }
 
+// Pointer is the address of the field in c: a *time.Duration, *int, *int64, *uint64, *float64
+// or *bool, for flag packages that bind to variables.
+func (t Tunable) Pointer(c *Config) any {
+	return reflect.ValueOf(c).Elem().Field(t.index).Addr().Interface()
+}
+
 // Format prints the field of c as Set reads it back.
 func (t Tunable) Format(c Config) string {
 	v := reflect.ValueOf(c).Field(t.index)

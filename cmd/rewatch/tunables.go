@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"time"
 
 	"github.com/rewatch/rewatch"
@@ -26,29 +27,30 @@ func libraryDefaults() tunables {
 func (t *tunables) register(fs *flag.FlagSet, d tunables) {
 	*t = d
 	for _, tun := range transitions.Tunables() {
-		if tun.CLI {
-			fs.Var(&tunableFlag{tun, &t.policy}, tun.Key, tun.Help)
+		if !tun.CLI {
+			continue
+		}
+		// Bound to the field itself, so --help names its type and shows its default.
+		switch p := tun.Pointer(&t.policy).(type) {
+		case *time.Duration:
+			fs.DurationVar(p, tun.Key, *p, tun.Help)
+		case *int:
+			fs.IntVar(p, tun.Key, *p, tun.Help)
+		case *int64:
+			fs.Int64Var(p, tun.Key, *p, tun.Help)
+		case *uint64:
+			fs.Uint64Var(p, tun.Key, *p, tun.Help)
+		case *float64:
+			fs.Float64Var(p, tun.Key, *p, tun.Help)
+		case *bool:
+			fs.BoolVar(p, tun.Key, *p, tun.Help)
+		default:
+			panic(fmt.Sprintf("tunable %s has no flag kind for %T", tun.Key, p))
 		}
 	}
 	fs.DurationVar(&t.backoffInitial, "backoff-initial", d.backoffInitial, "first backoff delay (doubles, jitter 1.0)")
 	fs.DurationVar(&t.backoffCap, "backoff-cap", d.backoffCap, "largest backoff delay before jitter")
 }
-
-// tunableFlag is one field of the policy as a flag.
-type tunableFlag struct {
-	t      transitions.Tunable
-	policy *rewatch.Policy
-}
-
-func (f *tunableFlag) String() string {
-	if f == nil || f.policy == nil {
-		return ""
-	}
-	return f.t.Format(*f.policy)
-}
-
-func (f *tunableFlag) Set(s string) error { return f.t.Set(f.policy, s) }
-func (f *tunableFlag) IsBoolFlag() bool   { return f.t.IsBool() }
 
 func (t tunables) validate() error {
 	switch {
