@@ -93,7 +93,7 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 				Resource: rewatch.Resource{Group: t.GVR.Group, Version: t.GVR.Version, Resource: t.GVR.Resource, Namespace: t.Namespace},
 			},
 			Policy: rewatch.Policy{WatchList: t.WatchList || variant == VariantRewatchWatchList, PageSize: t.PageSize, PageRelists: variant == VariantRewatchPaged},
-			Store:  store, Journal: t.Journal,
+			Store:  store.ForDriver(), Journal: t.Journal,
 		}
 		if variant == VariantRewatchExact {
 			cfg.RetryAfterSpread = rewatch.RetryAfterExact

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/rewatch/rewatch/driver"
 )
 
 // InnerStore is what TimedStore wraps: rewatch's MemStore and client-go's cache.Store both
@@ -67,4 +69,36 @@ func (s *TimedStore) Versions() map[string]string {
 		out[m.GetNamespace()+"/"+m.GetName()] = m.GetResourceVersion()
 	}
 	return out
+}
+
+// ForDriver is the store as a reflector's driver should see it: over an incremental store
+// (rewatch's MemStore) a driver.IncrementalStore, so that full states go in item by item
+// (docs/semantics.md, "Relists"), with the mutation time marked when one is complete; over any
+// other, the TimedStore itself.
+func (s *TimedStore) ForDriver() driver.Store {
+	if inc, ok := s.Inner.(driver.IncrementalStore); ok {
+		return incrementalTimedStore{s, inc}
+	}
+	return s
+}
+
+type incrementalTimedStore struct {
+	*TimedStore
+	inc driver.IncrementalStore
+}
+
+func (s incrementalTimedStore) BeginReplace() (driver.Replacement, error) {
+	r, err := s.inc.BeginReplace()
+	return timedReplacement{r, s.TimedStore}, err
+}
+
+type timedReplacement struct {
+	driver.Replacement
+	s *TimedStore
+}
+
+func (r timedReplacement) Finish(rv string) error {
+	err := r.Replacement.Finish(rv)
+	r.s.mark()
+	return err
 }

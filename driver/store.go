@@ -186,7 +186,10 @@ func (r *memReplacement) Put(obj any) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.items[n]; ok && SameVersion(old.obj, obj) {
+		// Keyed by the stored object's own strings: assigning to an existing key stores the
+		// key given, which would keep the duplicate's name alive.
 		obj = old.obj
+		n, _ = nameOf(obj)
 	}
 	s.items[n] = memEntry{obj, r.gen}
 	return nil
