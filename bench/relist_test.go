@@ -346,7 +346,9 @@ func benchRelist(b *testing.B, d *relistData, runner relistRunner) {
 		debug.FreeOSMemory()
 		baseRSS := rssKiB("VmRSS:")
 		r := runner.start(b, srv.URL, d)
-		waitFor(b, func() bool { return r.lastRV() == relistRV0 && (r.handler == nil || r.handler.adds.Load() == int64(d.n)) }, "initial sync")
+		waitFor(b, func() bool {
+			return r.lastRV() == relistRV0 && (r.handler == nil || r.handler.adds.Load() == int64(d.n))
+		}, "initial sync")
 		if full := srv.streams.Load() + srv.lists.Load(); full != 1 {
 			b.Fatalf("%d full-state requests for the initial sync", full)
 		}
