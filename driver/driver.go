@@ -357,7 +357,7 @@ func logLevel(e fsm.Event, cause fsm.Cause) slog.Level {
 	switch {
 	case e.Failure == nil || cause == fsm.NoCause:
 		return slog.LevelDebug
-	case cause == fsm.CauseListRejected || cause == fsm.CauseWatchRejected:
+	case cause == fsm.CauseListRejected || cause == fsm.CauseWatchRejected || cause == fsm.CauseWatchRejectedOnce:
 		return slog.LevelWarn
 	}
 	return slog.LevelInfo

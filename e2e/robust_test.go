@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/fsm"
@@ -100,5 +101,26 @@ func TestListTooBigForMaxListBytesSyncsByPages(t *testing.T) {
 			require.True(t, r.Query.Get("resourceVersion") == "0" || r.Query.Has("limit"), "only the first LIST, at RV 0, is whole: %s", listQuery(r))
 		}
 		e.report("LIST over MaxListBytes", "first LIST and relist by pages")
+	})
+}
+
+// docs/semantics.md "watch refused": one 403 opening the watch — as a restarting apiserver
+// answers before its authorizer has synced — is answered by a re-watch from the last RV after
+// the backoff, with no LIST (a second one in a row relists: transcript rejected_watch).
+func TestWatchRefusedOnceRewatches(t *testing.T) {
+	onRealAndSim(t, func(t *testing.T, b backend) {
+		e := newEnv(t, b, configMaps, 5)
+		forbidden := faultproxy.Respond(faultproxy.Forbidden(schema.GroupResource{Resource: "configmaps"}))
+		e.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1, Fault: forbidden})
+		e.start(nil)
+		e.waitCause(fsm.CauseWatchRejectedOnce)
+		e.write("a")
+		e.converged()
+		require.Len(t, e.requests(faultproxy.List), 1, "no LIST after one refusal")
+		ws := e.requests(faultproxy.Watch)
+		require.GreaterOrEqual(t, len(ws), 2)
+		require.Equal(t, ws[0].Query.Get("resourceVersion"), ws[1].Query.Get("resourceVersion"), "re-watch from the last RV")
+
+		e.report("watch refused once (403)", "re-watch at the same RV, no LIST")
 	})
 }

@@ -38,6 +38,7 @@ const (
 	CauseExpired
 	CauseExpiredAgain
 	CauseTooLargeRV
+	CauseWatchRejectedOnce
 	CauseWatchRejected
 
 	// Backoff.
@@ -158,7 +159,12 @@ var causeDecls = [numCauses]CauseInfo{
 		Classes: ClassesOf(ClassExpired), Retry: true, BeginsRelist: true},
 	CauseTooLargeRV: {ID: "too-large-rv", Label: "too large RV → LIST RV=\"\"",
 		Classes: ClassesOf(ClassTooLargeRV), Retry: true, BeginsRelist: true},
-	CauseWatchRejected: {ID: "watch-rejected", Label: "401 / 403 / 404 / other",
+	// The first refusal since a watch was last accepted re-watches after the wait: right after
+	// an apiserver restart the authorizer may answer 403 before its caches have synced
+	// (docs/semantics.md, "watch refused").
+	CauseWatchRejectedOnce: {ID: "watch-rejected-once", Label: "401 / 403 / 404 / other, first → re-WATCH after backoff",
+		Classes: rejectedClasses, Retry: true, AvoidsList: AvoidsList},
+	CauseWatchRejected: {ID: "watch-rejected", Label: "401 / 403 / 404 / other, again",
 		Classes: rejectedClasses, Retry: true, BeginsRelist: true},
 
 	CauseRetryWatch:  {ID: "retry-watch", Label: "timer → WATCH from last RV"},

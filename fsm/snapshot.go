@@ -107,6 +107,9 @@ type WatchState struct {
 	QuickEnds int `json:"quickEnds,omitempty"`
 	// ExpiredStreak counts 410s since the last watch event.
 	ExpiredStreak int `json:"expiredStreak,omitempty"`
+	// Rejected: a watch was refused with a client error (401, 403, 404, …) and no watch has
+	// opened nor a listing completed since; a second refusal relists.
+	Rejected bool `json:"rejected,omitempty"`
 }
 
 // WaitState is the backoff: the timer armed, where it leads, and how far the backoff has gone.

@@ -152,6 +152,9 @@ func (m *Machine) watchFailureCause(s *fsm.Snapshot, e *fsm.Event, c fsm.Class) 
 	case fsm.ClassTransport:
 		return fsm.CauseConnectFailed
 	}
+	if !s.Watch.Rejected {
+		return fsm.CauseWatchRejectedOnce
+	}
 	return fsm.CauseWatchRejected
 }
 

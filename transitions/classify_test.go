@@ -151,7 +151,7 @@ func TestClassifiedFailuresTakeTheirCause(t *testing.T) {
 	watchCause := map[fsm.Class]fsm.Cause{
 		fsm.ClassBusy: fsm.CauseServerBusy, fsm.ClassInternal: fsm.CauseInternalErrorInWindow,
 		fsm.ClassExpired: fsm.CauseExpired, fsm.ClassTooLargeRV: fsm.CauseTooLargeRV,
-		fsm.ClassTransport: fsm.CauseConnectFailed, fsm.ClassRejected: fsm.CauseWatchRejected,
+		fsm.ClassTransport: fsm.CauseConnectFailed, fsm.ClassRejected: fsm.CauseWatchRejectedOnce,
 	}
 	listCause := map[fsm.Class]fsm.Cause{
 		fsm.ClassBusy: fsm.CauseListFailed, fsm.ClassInternal: fsm.CauseListFailed,

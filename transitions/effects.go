@@ -80,8 +80,11 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 		s.Server.WatchListUnsupported = true
 		m.startListing(s, out)
 
-	case fsm.CauseServerBusy, fsm.CauseConnectFailed, fsm.CauseStreamEndedQuickly, fsm.CauseWatchRejected:
+	case fsm.CauseServerBusy, fsm.CauseConnectFailed, fsm.CauseStreamEndedQuickly:
 		m.watchFailed(s, e, out)
+	case fsm.CauseWatchRejectedOnce, fsm.CauseWatchRejected:
+		m.watchFailed(s, e, out)
+		s.Watch.Rejected = true
 	case fsm.CauseInternalErrorInWindow:
 		m.noteInternalError(s, e)
 		m.watchFailed(s, e, out)
@@ -166,7 +169,7 @@ func (m *Machine) endRequest(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 
 // streamOpened notes that the server opened the stream in flight.
 func streamOpened(s *fsm.Snapshot, e *fsm.Event) {
-	s.Watch.Open, s.Watch.OpenedAt = true, e.Now
+	s.Watch.Open, s.Watch.OpenedAt, s.Watch.Rejected = true, e.Now, false
 }
 
 // streamClosed forgets the current stream; the streaks that span watches stay.

@@ -215,7 +215,9 @@ func rowCases() map[fsm.Transition]rowCase {
 		event: failing(fsm.EvWatchOpenFailed, httpBare(410)), want: []fsm.CommandKind{arm}}
 	cases[row(fsm.Watching, fsm.CauseTooLargeRV)] = rowCase{setup: watching,
 		event: failing(fsm.EvWatchOpenFailed, httpStatus(504, tooLargeRVStatus())), want: []fsm.CommandKind{list}}
-	cases[row(fsm.Watching, fsm.CauseWatchRejected)] = rowCase{setup: watching,
+	cases[row(fsm.Watching, fsm.CauseWatchRejectedOnce)] = rowCase{setup: watching,
+		event: failing(fsm.EvWatchOpenFailed, httpBare(403)), want: []fsm.CommandKind{arm}}
+	cases[row(fsm.Watching, fsm.CauseWatchRejected)] = rowCase{setup: func(p *play) { p.watching().watchFails(403).fire() },
 		event: failing(fsm.EvWatchOpenFailed, httpBare(403)), want: []fsm.CommandKind{arm}}
 	cases[row(fsm.Watching, fsm.CauseStop)] = rowCase{setup: opened,
 		event: plain(fsm.EvStop), want: []fsm.CommandKind{cancel, stopped}}
@@ -226,7 +228,7 @@ func rowCases() map[fsm.Transition]rowCase {
 	}
 	cases[row(fsm.Backoff, fsm.CauseRetryWatch)] = rowCase{setup: func(p *play) { p.watching().watchFails(429) },
 		event: timer, want: []fsm.CommandKind{watch}}
-	cases[row(fsm.Backoff, fsm.CauseRetryRelist)] = rowCase{setup: func(p *play) { p.watching().watchFails(403) },
+	cases[row(fsm.Backoff, fsm.CauseRetryRelist)] = rowCase{setup: func(p *play) { p.watching().watchFails(403).fire().watchFails(403) },
 		event: timer, want: []fsm.CommandKind{list}}
 	cases[row(fsm.Backoff, fsm.CauseRetryList)] = rowCase{setup: func(p *play) { p.start(); p.step(failing(fsm.EvListFailed, httpBare(500))(p)) },
 		event: timer, want: []fsm.CommandKind{list}}

@@ -108,13 +108,18 @@ func TestStepFollowsTheTable(t *testing.T) {
 func TestTimerLeadsToNext(t *testing.T) {
 	m := MustNew(Config{})
 	w := watching(t, m)
+	forbidden := &fsm.Failure{Status: &metav1.Status{Code: 403, Reason: metav1.StatusReasonForbidden}}
 	for _, c := range []struct {
-		failure *fsm.Failure
-		next    fsm.State
+		failure  *fsm.Failure
+		rejected bool // a watch was refused before
+		next     fsm.State
 	}{
-		{&fsm.Failure{Code: 429}, fsm.Watching},
-		{&fsm.Failure{Status: &metav1.Status{Code: 403, Reason: metav1.StatusReasonForbidden}}, fsm.Relisting},
+		{&fsm.Failure{Code: 429}, false, fsm.Watching},
+		{forbidden, false, fsm.Watching},
+		{forbidden, true, fsm.Relisting},
 	} {
+		w := w
+		w.Watch.Rejected = c.rejected
 		s, _ := m.Next(w, fsm.Event{Kind: fsm.EvWatchError, Now: benchT0, Request: w.Request, Failure: c.failure})
 		require.Equal(t, fsm.Backoff, s.State)
 		require.Equal(t, c.next, s.Wait.Next)
