@@ -23,7 +23,8 @@ func ExampleMermaid() {
 	// Watching --> Backoff : refused / reset / EOF before open ⇒ then Watching
 	// Watching --> Backoff : repeated quick stream ends ⇒ then Watching
 	// Watching --> Backoff : 410 again without progress ⇒ then Relisting
-	// Watching --> Backoff : 401 / 403 / 404 / other ⇒ then Relisting
+	// Watching --> Backoff : 401 / 403 / 404 / other, first → re-WATCH after backoff ⇒ then Watching
+	// Watching --> Backoff : 401 / 403 / 404 / other, again ⇒ then Relisting
 }
 
 // EdgeLabel is what the edge of one row says.
