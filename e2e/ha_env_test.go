@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/rewatch/rewatch"
+	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/internal/apiserver"
 	"github.com/rewatch/rewatch/internal/testbackend"
 )
@@ -114,6 +116,9 @@ func (m *haMeter) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// WrappedRoundTripper lets a fresh-connection re-watch reach the transport beneath.
+func (m *haMeter) WrappedRoundTripper() http.RoundTripper { return m.base }
 
 type haCounts struct {
 	fullState, lists, watchLists, watches int
@@ -213,6 +218,9 @@ type haMember struct {
 	meter *haMeter
 	store *observedStore
 	stop  func()
+
+	mu     sync.Mutex
+	causes map[string]int // rewatch's transitions by cause, watch events left out
 }
 
 // uncachedConfig is h's admin configuration with a transport of its own: client-go shares
@@ -239,6 +247,14 @@ func startHAMember(t *testing.T, h *apiserver.HA, kind, ns string) *haMember {
 		rc.Resource = rewatch.Resource{Version: "v1", Resource: "configmaps", Namespace: ns}
 		rc.Store = m.store
 		rc.Checked = true
+		m.causes = map[string]int{}
+		rc.OnTransition = func(tr driver.Transition) {
+			if tr.Cause != fsm.CauseWatchEvent && tr.Cause != fsm.NoCause {
+				m.mu.Lock()
+				m.causes[tr.Cause.String()]++
+				m.mu.Unlock()
+			}
+		}
 		r, err := rewatch.New(rc)
 		require.NoError(t, err)
 		go func() { defer close(done); _ = r.Run(ctx) }()
@@ -347,6 +363,7 @@ type haFigures struct {
 	fullState, lists, watchLists, watches int
 	longestStale                          time.Duration
 	statuses                              map[string]int
+	causes                                map[string]int
 }
 
 // haScenario runs the fault under writes with members reflectors of each kind (interleaved, so
@@ -407,6 +424,14 @@ func haScenario(t *testing.T, name string, members int, fault func(ctx context.C
 		for k, v := range c.statuses {
 			f.statuses[k] += v
 		}
+		m.mu.Lock()
+		for k, v := range m.causes {
+			if f.causes == nil {
+				f.causes = map[string]int{}
+			}
+			f.causes[k] += v
+		}
+		m.mu.Unlock()
 		for _, wr := range writes {
 			d, ok := m.store.staleFor(wr.key, wr.rv, wr.ack)
 			require.True(t, ok, "%s never held %s at %d", m.kind, wr.key, wr.rv)
@@ -417,8 +442,8 @@ func haScenario(t *testing.T, name string, members int, fault func(ctx context.C
 	t.Logf("%s: %d writes acknowledged, %d failed", name, len(writes), failed)
 	for _, kind := range []string{"rewatch", "client-go"} {
 		f := out[kind]
-		t.Logf("%s: %-9s ×%d: full-state transfers %d (LIST %d, watch-list %d), WATCH requests %d, longest stale %s; responses %v",
-			name, kind, f.members, f.fullState, f.lists, f.watchLists, f.watches, f.longestStale.Round(time.Millisecond), f.statuses)
+		t.Logf("%s: %-9s ×%d: full-state transfers %d (LIST %d, watch-list %d), WATCH requests %d, longest stale %s; responses %v; causes %v",
+			name, kind, f.members, f.fullState, f.lists, f.watchLists, f.watches, f.longestStale.Round(time.Millisecond), f.statuses, f.causes)
 		resultsMu.Lock()
 		results = append(results, result{scenario: "HA: " + name, backend: "3 kube-apiservers + HAProxy, " + kind,
 			lists: f.lists + f.watchLists, watches: f.watches,

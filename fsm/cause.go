@@ -37,6 +37,7 @@ const (
 	CauseStreamEndedQuickly
 	CauseExpired
 	CauseExpiredAgain
+	CauseExpiredYoungCache
 	CauseTooLargeRV
 	CauseWatchRejectedOnce
 	CauseWatchRejected
@@ -157,6 +158,11 @@ var causeDecls = [numCauses]CauseInfo{
 		Classes: ClassesOf(ClassExpired), Retry: true, BeginsRelist: true},
 	CauseExpiredAgain: {ID: "expired-again", Label: "410 again without progress",
 		Classes: ClassesOf(ClassExpired), Retry: true, BeginsRelist: true},
+	// A watch cache started after the resume RV (a kube-apiserver restarted behind a load
+	// balancer) answers the resume 410 where another kube-apiserver would not: one re-watch on
+	// a fresh connection first (docs/semantics.md, "behind a load balancer").
+	CauseExpiredYoungCache: {ID: "expired-young-cache", Label: "410 from a watch cache younger than the RV → re-WATCH on a fresh connection",
+		Classes: ClassesOf(ClassExpired), Retry: true, AvoidsList: AvoidsList},
 	CauseTooLargeRV: {ID: "too-large-rv", Label: "too large RV → LIST RV=\"\"",
 		Classes: ClassesOf(ClassTooLargeRV), Retry: true, BeginsRelist: true},
 	// The first refusal since a watch was last accepted re-watches after the wait: right after

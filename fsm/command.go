@@ -62,6 +62,10 @@ type Command struct {
 	TimeoutSeconds    int64 `json:"timeoutSeconds,omitempty"`
 	Bookmarks         bool  `json:"bookmarks,omitempty"`
 	SendInitialEvents bool  `json:"sendInitialEvents,omitempty"`
+	// FreshConnection: open the watch on a new connection, not on one the transport keeps
+	// idle, so that behind a load balancer it can reach another kube-apiserver
+	// (docs/semantics.md, "behind a load balancer").
+	FreshConnection bool `json:"freshConnection,omitempty"`
 	// SilenceBound: a watch that delivers nothing — no event, no bookmark — for this long is
 	// ended by the transport and reported as a Timeout (0: never; docs/semantics.md, "silent
 	// watch").

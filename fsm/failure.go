@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,6 +52,37 @@ func (f *Failure) Err() error {
 		return apierrors.NewGenericServerResponse(f.Code, "", schema.GroupResource{}, "", f.Message, retry, false)
 	}
 	return &TransportError{Transport: f.Transport, Message: f.Message, Err: f.Cause}
+}
+
+// WatchCacheTooOld reads the 410 a kube-apiserver's watch cache gives a watch from a
+// resourceVersion older than its oldest event: Status message "too old resource version:
+// ASKED (OLDEST)". ok is false for any other answer, etcd's own 410 after a compaction
+// included.
+func (f *Failure) WatchCacheTooOld() (asked, oldest uint64, ok bool) {
+	if f == nil || f.Status == nil {
+		return 0, 0, false
+	}
+	rest, found := strings.CutPrefix(f.Status.Message, watchCacheTooOld)
+	if !found {
+		return 0, 0, false
+	}
+	a, b, found := strings.Cut(rest, " (")
+	b, closed := strings.CutSuffix(b, ")")
+	if !found || !closed {
+		return 0, 0, false
+	}
+	asked, err1 := strconv.ParseUint(a, 10, 64)
+	oldest, err2 := strconv.ParseUint(b, 10, 64)
+	return asked, oldest, err1 == nil && err2 == nil
+}
+
+// watchCacheTooOld begins the message of kube-apiserver's watch cache for a resourceVersion
+// older than its oldest event (k8s.io/apiserver's cacher).
+const watchCacheTooOld = "too old resource version: "
+
+// TooOldMessage is the message WatchCacheTooOld reads, for tests and simulators.
+func TooOldMessage(asked, oldest string) string {
+	return watchCacheTooOld + asked + " (" + oldest + ")"
 }
 
 // TransportError is a failure that got no response from the server. It unwraps to the error

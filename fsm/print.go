@@ -37,6 +37,9 @@ func (c Command) String() string {
 		if c.SendInitialEvents {
 			b.WriteString(" sendInitialEvents")
 		}
+		if c.FreshConnection {
+			b.WriteString(" fresh-connection")
+		}
 		field(&b, "timeout", strconv.FormatInt(c.TimeoutSeconds, 10)+"s")
 	case CmdCancelRequest:
 		field(&b, "request", strconv.FormatUint(c.Request, 10))
@@ -116,6 +119,9 @@ func (f *Failure) String() string {
 		}
 		if f.Status.Details != nil && f.Status.Details.RetryAfterSeconds != 0 {
 			parts = append(parts, "retryAfterSeconds="+strconv.Itoa(int(f.Status.Details.RetryAfterSeconds)))
+		}
+		if _, oldest, ok := f.WatchCacheTooOld(); ok {
+			parts = append(parts, "cache-oldest="+strconv.FormatUint(oldest, 10))
 		}
 	}
 	if f.Code != 0 {

@@ -110,6 +110,9 @@ type WatchState struct {
 	// Rejected: a watch was refused with a client error (401, 403, 404, …) and no watch has
 	// opened nor a listing completed since; a second refusal relists.
 	Rejected bool `json:"rejected,omitempty"`
+	// FreshTried: a 410 from a watch cache younger than LastRV was answered by a re-watch on
+	// a fresh connection, and no watch event has arrived since; the next 410 relists.
+	FreshTried bool `json:"freshTried,omitempty"`
 }
 
 // WaitState is the backoff: the timer armed, where it leads, and how far the backoff has gone.

@@ -61,6 +61,7 @@ var Table = []Transition{
 	{From: Watching, Cause: CauseStreamEndedQuickly, To: Backoff, Then: Watching},
 	{From: Watching, Cause: CauseExpired, To: Relisting},
 	{From: Watching, Cause: CauseExpiredAgain, To: Backoff, Then: Relisting},
+	{From: Watching, Cause: CauseExpiredYoungCache, To: Watching},
 	{From: Watching, Cause: CauseTooLargeRV, To: Relisting},
 	{From: Watching, Cause: CauseWatchRejectedOnce, To: Backoff, Then: Watching},
 	{From: Watching, Cause: CauseWatchRejected, To: Backoff, Then: Relisting},

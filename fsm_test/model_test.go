@@ -37,6 +37,8 @@ type modelServer struct {
 	lastDelay time.Duration
 	// sent counts the LIST items sent in answer to each request, by the model's own count.
 	sent map[uint64]int
+	// askedRV is the last RV of the snapshot the current event answers: what a watch asked for.
+	askedRV string
 }
 
 func (ms *modelServer) nextRV() string {
@@ -80,6 +82,7 @@ func (ms *modelServer) advance(t *rapid.T) {
 // next draws the next event for the machine in snapshot s.
 func (ms *modelServer) next(t *rapid.T, s *fsm.Snapshot) generated {
 	ms.advance(t)
+	ms.askedRV = s.LastRV
 	switch rapid.IntRange(0, 39).Draw(t, "special") {
 	case 0:
 		return generated{event: fsm.Event{Kind: fsm.EvStop, Now: ms.now}}
@@ -237,6 +240,11 @@ func (ms *modelServer) failure(t *rapid.T, e fsm.Event, allowTransport bool) gen
 		}
 	case fkExpired:
 		f.Status = rapid.SampledFrom([]*metav1.Status{st(410, metav1.StatusReasonExpired), st(410, metav1.StatusReasonGone)}).Draw(t, "expiredStatus")
+		if ms.askedRV != "" && rapid.Bool().Draw(t, "youngCache") {
+			// A watch cache younger than the RV asked for: a kube-apiserver that restarted
+			// behind a load balancer.
+			f.Status.Message = fsm.TooOldMessage(ms.askedRV, ms.nextRV())
+		}
 	case fkTooLarge:
 		s := st(504, metav1.StatusReasonTimeout)
 		s.Details = &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge}}}

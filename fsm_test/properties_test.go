@@ -466,3 +466,38 @@ func TestPropertyStreamedItemsFormTheStateOnce(t *testing.T) {
 		}
 	})
 }
+
+// docs/semantics.md "behind a load balancer": a 410 from a watch cache younger than the RV is
+// answered by a re-watch at the same RV on a fresh connection at most once between two watch
+// events; every other 410 in Watching leads to a relist (at once or after a wait), never to a
+// re-watch; and only that answer asks for a fresh connection.
+func TestPropertyFreshConnectionOnceBetweenEvents(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		fresh := 0
+		for i, st := range r.steps {
+			if st.gen.event.Kind == fsm.EvWatchEvent && st.cause == fsm.CauseWatchEvent {
+				fresh = 0
+			}
+			for _, c := range st.commands {
+				if c.Kind != fsm.CmdOpenWatch || !c.FreshConnection {
+					continue
+				}
+				if st.cause != fsm.CauseExpiredYoungCache {
+					t.Fatalf("step %d: %s asked for a fresh connection", i, st.cause)
+				}
+				if c.ResourceVersion != st.before.LastRV {
+					t.Fatalf("step %d: fresh re-watch at %q, last RV %q", i, c.ResourceVersion, st.before.LastRV)
+				}
+				fresh++
+			}
+			if fresh > 1 {
+				t.Fatalf("step %d: a second fresh-connection re-watch with no watch event between", i)
+			}
+			if st.before.State == fsm.Watching && st.gen.kind == fkExpired && !st.gen.stale && st.cause != fsm.CauseExpiredYoungCache &&
+				st.after.State != fsm.Relisting && (st.after.State != fsm.Backoff || st.after.Wait.Next != fsm.Relisting) {
+				t.Fatalf("step %d: %s led to %s, not a relist", i, st.cause, st.after.State)
+			}
+		}
+	})
+}

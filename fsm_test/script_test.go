@@ -148,6 +148,10 @@ func (r *scriptRunner) parse(line string) (fsm.Event, error) {
 			}
 			st.Details.Causes = append(st.Details.Causes, metav1.StatusCause{Type: metav1.CauseType(v)})
 			hasStatus, hasFailure = true, true
+		case "cache-oldest":
+			// The watch cache's 410 for the RV the watch asked for (the last RV).
+			st.Message = fsm.TooOldMessage(r.s.LastRV, v)
+			hasStatus, hasFailure = true, true
 		case "retry-after-seconds":
 			var n int
 			n, err = strconv.Atoi(v)

@@ -1,6 +1,8 @@
 package transitions
 
 import (
+	"strconv"
+
 	"github.com/rewatch/rewatch/fsm"
 )
 
@@ -146,6 +148,9 @@ func (m *Machine) watchFailureCause(s *fsm.Snapshot, e *fsm.Event, c fsm.Class) 
 		if s.Watch.ExpiredStreak > 0 {
 			return fsm.CauseExpiredAgain
 		}
+		if youngCache(s, e) {
+			return fsm.CauseExpiredYoungCache
+		}
 		return fsm.CauseExpired
 	case fsm.ClassTooLargeRV:
 		return fsm.CauseTooLargeRV
@@ -156,6 +161,20 @@ func (m *Machine) watchFailureCause(s *fsm.Snapshot, e *fsm.Event, c fsm.Class) 
 		return fsm.CauseWatchRejectedOnce
 	}
 	return fsm.CauseWatchRejected
+}
+
+// youngCache: the 410 answers a resume before the watch delivered anything, its Status says a
+// watch cache whose oldest event is newer than the RV asked for (kube-apiserver's "too old
+// resource version: RV (OLDEST)"), and no fresh connection has been tried since the last
+// watch event. Another kube-apiserver behind the same load balancer, with an older cache, can
+// serve the resume; etcd's own 410 (compaction) says no such thing, since every kube-apiserver
+// would answer it alike (docs/semantics.md, "behind a load balancer").
+func youngCache(s *fsm.Snapshot, e *fsm.Event) bool {
+	if s.Watch.FreshTried || s.Watch.Events > 0 || e.Failure == nil {
+		return false
+	}
+	asked, oldest, ok := e.Failure.WatchCacheTooOld()
+	return ok && oldest > asked && strconv.FormatUint(asked, 10) == s.LastRV
 }
 
 // quickEnd: the watch ended within QuickWatch of opening without moving the RV. A bookmark

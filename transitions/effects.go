@@ -103,6 +103,11 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 	case fsm.CauseExpiredAgain:
 		s.Watch.ExpiredStreak++
 		m.watchFailed(s, e, out)
+	case fsm.CauseExpiredYoungCache:
+		s.Watch.FreshTried = true
+		m.watchFailed(s, e, out)
+		m.openWatch(s, out)
+		(*out)[len(*out)-1].FreshConnection = true
 	case fsm.CauseTooLargeRV:
 		s.RVUnusable = true
 		m.watchFailed(s, e, out)
@@ -139,7 +144,7 @@ func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 		s.Watch.Progressed, s.Watch.QuickEnds = true, 0
 	}
 	s.Watch.Events++
-	s.Watch.ExpiredStreak = 0
+	s.Watch.ExpiredStreak, s.Watch.FreshTried = 0, false
 	if e.Type != fsm.Bookmark {
 		emit(out, fsm.Command{Kind: fsm.CmdApply, Type: e.Type, Key: e.Key, ResourceVersion: e.ResourceVersion, Object: e.Object})
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rewatch/rewatch/fsm"
 )
@@ -213,6 +214,12 @@ func rowCases() map[fsm.Transition]rowCase {
 		event: failing(fsm.EvWatchError, httpBare(410)), want: []fsm.CommandKind{cancel, list}}
 	cases[row(fsm.Watching, fsm.CauseExpiredAgain)] = rowCase{setup: func(p *play) { relisting(p); p.page("200", "") },
 		event: failing(fsm.EvWatchOpenFailed, httpBare(410)), want: []fsm.CommandKind{arm}}
+	cases[row(fsm.Watching, fsm.CauseExpiredYoungCache)] = rowCase{setup: watching,
+		event: func(p *play) fsm.Event {
+			st := metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired,
+				Message: fsm.TooOldMessage(p.s.LastRV, "100000")}
+			return failing(fsm.EvWatchOpenFailed, httpStatus(410, st))(p)
+		}, want: []fsm.CommandKind{watch}}
 	cases[row(fsm.Watching, fsm.CauseTooLargeRV)] = rowCase{setup: watching,
 		event: failing(fsm.EvWatchOpenFailed, httpStatus(504, tooLargeRVStatus())), want: []fsm.CommandKind{list}}
 	cases[row(fsm.Watching, fsm.CauseWatchRejectedOnce)] = rowCase{setup: watching,

@@ -150,6 +150,9 @@ func (b *listBody) Read(p []byte) (int, error) {
 // Watch opens the watch c asks for and emits what happens — EvWatchOpenFailed, or EvWatchOpened
 // and then the stream's events — until the stream ends, emit returns false or ctx is done.
 func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
+	if c.FreshConnection {
+		closeIdleConnections(t.cfg.Client)
+	}
 	t.watch(ctx, c, c.SilenceBound, emit)
 }
 
