@@ -25,10 +25,12 @@ func InternalError() *apierrors.StatusError {
 	return apierrors.NewInternalError(errors.New("injected by faultproxy"))
 }
 
-// Expired is a 410 with reason Expired, as the watch cache sends for a
-// compacted resourceVersion.
+// Expired is a 410 with reason Expired, as kube-apiserver sends for a watch that reaches etcd
+// at a compacted revision. (Its watch cache says "too old resource version: RV (OLDEST)"
+// instead, which the reflector reads as a younger cache behind a load balancer and answers
+// differently: docs/semantics.md, "behind a load balancer".)
 func Expired() *apierrors.StatusError {
-	return apierrors.NewResourceExpired("too old resource version: 1 (2)")
+	return apierrors.NewResourceExpired("The resourceVersion for the provided watch is too old.")
 }
 
 // Forbidden is a 403 for the given resource.
