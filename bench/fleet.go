@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,10 +47,14 @@ const (
 	ScenarioCompaction = "compaction"
 	// ScenarioSlow pauses etcd (SIGSTOP) for a while: requests time out (504) and streams end.
 	ScenarioSlow = "slow"
+	// ScenarioHA runs on kubeadm's HA topology (three etcd members, three kube-apiservers,
+	// HAProxy checking /readyz) and restarts the kube-apiservers one after the other, Gap
+	// apart, as a rolling upgrade does. The server's counts are summed over all three.
+	ScenarioHA = "ha"
 )
 
 // FleetScenarios lists every scenario.
-var FleetScenarios = []string{ScenarioAPF, ScenarioRestart, ScenarioCompaction, ScenarioSlow}
+var FleetScenarios = []string{ScenarioAPF, ScenarioRestart, ScenarioCompaction, ScenarioSlow, ScenarioHA}
 
 // FleetVariants are the kinds of reflector a fleet is made of.
 var FleetVariants = []string{VariantRewatch, VariantClientGo, VariantCGList}
@@ -176,11 +181,55 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	case ScenarioCompaction:
 		opts.ExtraArgs = []string{"--watch-cache=false"}
 	}
-	s, cs, err := startServer(ctx, fleetNS, opts)
+	var (
+		s  *apiserver.Server // the one kube-apiserver; nil for ScenarioHA
+		h  *apiserver.HA     // the HA control plane of ScenarioHA
+		cs kubernetes.Interface
+		// server is what the fleet reaches: the one kube-apiserver, or HAProxy in front of
+		// several; limitedCfg its credential, subject to API Priority and Fairness.
+		server     string
+		limitedCfg *rest.Config
+		admin      *http.Client
+		acc        *serverTotals
+		err        error
+	)
+	if scenario == ScenarioHA {
+		if h, cs, err = startHA(ctx, fleetNS); err != nil {
+			return res, err
+		}
+		defer h.Stop()
+		server, limitedCfg = h.URL(), h.LimitedRESTConfig()
+		// Every request on a connection of its own (HTTP/1.1, no keep-alive), which HAProxy's
+		// round robin places as it places the connections of separate clients: over HTTP/2 the
+		// front's one connection would put the whole fleet on one kube-apiserver, and a pool of
+		// kept-alive connections would send a member's retry wherever the pool's last
+		// connection went.
+		limitedCfg.NextProtos = []string{"http/1.1"}
+		limitedCfg.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil } // a transport of its own
+		limitedCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			if t, ok := rt.(*http.Transport); ok {
+				t.DisableKeepAlives = true
+			}
+			return rt
+		}
+		var procs []apiserverProc
+		for i := range h.APIServers() {
+			procs = append(procs, haAPIServer{h, i})
+		}
+		acc = newServerTotals(procs...)
+		admin, err = h.HTTPClient()
+	} else {
+		if s, cs, err = startServer(ctx, fleetNS, opts); err != nil {
+			return res, err
+		}
+		defer s.Stop()
+		server, limitedCfg = s.URL(), s.LimitedRESTConfig()
+		acc = newServerTotals(s)
+		admin, err = s.HTTPClient()
+	}
 	if err != nil {
 		return res, err
 	}
-	defer s.Stop()
 	if err := populate(ctx, cs, fleetNS, 0, o.Objects); err != nil {
 		return res, err
 	}
@@ -191,23 +240,18 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	}
 	// The fleet reaches the server through a plain-HTTP front that holds a credential subject
 	// to API Priority and Fairness (an admin's requests are exempt); it injects nothing.
-	limited, err := rest.TransportFor(s.LimitedRESTConfig())
+	limited, err := rest.TransportFor(limitedCfg)
 	if err != nil {
 		return res, err
 	}
-	front, err := faultproxy.New(faultproxy.Config{Upstream: s.URL(), Transport: limited})
+	front, err := faultproxy.New(faultproxy.Config{Upstream: server, Transport: limited})
 	if err != nil {
 		return res, err
 	}
 	defer front.Close()
-	admin, err := s.HTTPClient()
-	if err != nil {
-		return res, err
-	}
 	// The server's counters and CPU time start afresh with each kube-apiserver process, so the
 	// figures are added up process by process: each one's end minus its start.
-	acc := &serverTotals{requests: map[string]float64{}}
-	if err := acc.begin(ctx, s, admin); err != nil {
+	if err := acc.begin(ctx, admin); err != nil {
 		return res, err
 	}
 
@@ -230,11 +274,10 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 				return
 			case <-t.C:
 			}
-			m, err := scrapeMetrics(sampleCtx, admin, s.URL())
-			if err != nil {
+			total, ok := acc.requestsNow(sampleCtx, admin)
+			if !ok {
 				continue // restarting
 			}
-			total := m.sum("apiserver_request_total", map[string]string{"resource": "configmaps"})
 			if last >= 0 {
 				rates = append(rates, max(0, total-last))
 			}
@@ -311,7 +354,7 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	var unsynced *unsyncedError
 	res.InitialSyncSeconds, err = matched("initial sync", fleetStart)
 	if errors.As(err, &unsynced) {
-		return collectFleetFigures(ctx, res, acc, s, admin, stdin, lines, stopRates, unsynced)
+		return collectFleetFigures(ctx, res, acc, admin, stdin, lines, stopRates, unsynced)
 	}
 	if err != nil {
 		return res, err
@@ -321,14 +364,25 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 
 	switch scenario {
 	case ScenarioAPF:
-		err = acc.restart(ctx, s, admin)
+		err = acc.restart(ctx, 0, admin)
 	case ScenarioCompaction:
 		if err = s.Compact(ctx); err == nil {
-			err = acc.restart(ctx, s, admin)
+			err = acc.restart(ctx, 0, admin)
+		}
+	case ScenarioHA:
+		// A rolling restart: each kube-apiserver in turn, back and counted up by the load
+		// balancer before the gap to the next begins.
+		for i := range h.APIServers() {
+			if err = acc.restart(ctx, i, admin); err != nil {
+				break
+			}
+			if i < h.APIServers()-1 {
+				time.Sleep(o.Gap)
+			}
 		}
 	case ScenarioRestart:
 		for i := range 2 {
-			if err = acc.restart(ctx, s, admin); err != nil {
+			if err = acc.restart(ctx, 0, admin); err != nil {
 				break
 			}
 			if i == 0 {
@@ -348,16 +402,16 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	if err != nil && !errors.As(err, &unsynced) {
 		return res, err
 	}
-	return collectFleetFigures(ctx, res, acc, s, admin, stdin, lines, stopRates, unsynced)
+	return collectFleetFigures(ctx, res, acc, admin, stdin, lines, stopRates, unsynced)
 }
 
 // collectFleetFigures ends the run's accounts: the server's totals since the last start, the
 // sampled request rates and the fleet's own report. unsynced, when not nil, is returned as
 // the run's error after the figures are in.
-func collectFleetFigures(ctx context.Context, res FleetResult, acc *serverTotals, s *apiserver.Server, admin *http.Client,
+func collectFleetFigures(ctx context.Context, res FleetResult, acc *serverTotals, admin *http.Client,
 	stdin io.Writer, lines <-chan string, stopRates func() []float64, unsynced *unsyncedError) (FleetResult, error) {
 	res.ServerRequestsPerSecond = stopRates()
-	if err := acc.end(ctx, s, admin); err != nil {
+	if err := acc.end(ctx, admin); err != nil {
 		return res, err
 	}
 	res.ServerCPUSeconds, res.ServerRejected, res.ServerListBytes = acc.cpu, int(acc.rejected), acc.listBytes
@@ -387,60 +441,117 @@ func collectFleetFigures(ctx context.Context, res FleetResult, acc *serverTotals
 	return res, nil
 }
 
-// serverTotals adds up the server's own figures over the kube-apiserver processes of a run.
+// apiserverProc is one kube-apiserver process line of a run: its own address (for /metrics),
+// its CPU time and a restart. *apiserver.Server is one; haAPIServer is one of an HA control
+// plane's.
+type apiserverProc interface {
+	URL() string
+	CPUSeconds() (float64, error)
+	RestartAPIServer(ctx context.Context) error
+}
+
+// haAPIServer is kube-apiserver i of an HA control plane.
+type haAPIServer struct {
+	h *apiserver.HA
+	i int
+}
+
+func (a haAPIServer) URL() string                  { return a.h.APIServerURL(a.i) }
+func (a haAPIServer) CPUSeconds() (float64, error) { return a.h.CPUSeconds(a.i) }
+func (a haAPIServer) RestartAPIServer(ctx context.Context) error {
+	return a.h.RestartAPIServer(ctx, a.i)
+}
+
+// serverTotals adds up the server's own figures over the kube-apiserver processes of a run,
+// summed over every kube-apiserver of the control plane.
 type serverTotals struct {
-	start     metricSamples
-	startCPU  float64
+	procs     []apiserverProc
+	start     []metricSamples // per kube-apiserver, since its current process's begin
+	startCPU  []float64
 	requests  map[string]float64
 	rejected  float64
 	listBytes float64
 	cpu       float64
 }
 
-func (t *serverTotals) begin(ctx context.Context, s *apiserver.Server, admin *http.Client) error {
-	m, err := scrapeMetrics(ctx, admin, s.URL())
-	if err != nil {
-		return err
-	}
-	t.start = m
-	t.startCPU, err = s.CPUSeconds()
-	return err
+func newServerTotals(procs ...apiserverProc) *serverTotals {
+	return &serverTotals{procs: procs, start: make([]metricSamples, len(procs)), startCPU: make([]float64, len(procs)),
+		requests: map[string]float64{}}
 }
 
-// end adds what the current process did since begin.
-func (t *serverTotals) end(ctx context.Context, s *apiserver.Server, admin *http.Client) error {
-	m, err := scrapeMetrics(ctx, admin, s.URL())
+func (t *serverTotals) begin(ctx context.Context, admin *http.Client) error {
+	for i, p := range t.procs {
+		m, err := scrapeMetrics(ctx, admin, p.URL())
+		if err != nil {
+			return err
+		}
+		t.start[i] = m
+		if t.startCPU[i], err = p.CPUSeconds(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// end adds what each current process did since begin.
+func (t *serverTotals) end(ctx context.Context, admin *http.Client) error {
+	for i := range t.procs {
+		if err := t.endOne(ctx, i, admin); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *serverTotals) endOne(ctx context.Context, i int, admin *http.Client) error {
+	p := t.procs[i]
+	m, err := scrapeMetrics(ctx, admin, p.URL())
 	if err != nil {
 		return err
 	}
-	cpu, err := s.CPUSeconds()
+	cpu, err := p.CPUSeconds()
 	if err != nil {
 		return err
 	}
-	t.cpu += cpu - t.startCPU
-	before := t.start.byVerbCode("configmaps")
+	t.cpu += cpu - t.startCPU[i]
+	before := t.start[i].byVerbCode("configmaps")
 	for k, v := range m.byVerbCode("configmaps") {
 		t.requests[k] += v - before[k]
 	}
 	const rejected = "apiserver_flowcontrol_rejected_requests_total"
-	t.rejected += m.sum(rejected, nil) - t.start.sum(rejected, nil)
+	t.rejected += m.sum(rejected, nil) - t.start[i].sum(rejected, nil)
 	list := map[string]string{"resource": "configmaps", "verb": "LIST"}
-	t.listBytes += m.sum("apiserver_response_sizes_sum", list) - t.start.sum("apiserver_response_sizes_sum", list)
+	t.listBytes += m.sum("apiserver_response_sizes_sum", list) - t.start[i].sum("apiserver_response_sizes_sum", list)
 	return nil
 }
 
-// restart ends the current process's account, restarts kube-apiserver and begins the next.
-func (t *serverTotals) restart(ctx context.Context, s *apiserver.Server, admin *http.Client) error {
-	if err := t.end(ctx, s, admin); err != nil {
+// restart ends kube-apiserver i's current process's account, restarts it and begins the next.
+func (t *serverTotals) restart(ctx context.Context, i int, admin *http.Client) error {
+	if err := t.endOne(ctx, i, admin); err != nil {
 		return err
 	}
-	if err := s.RestartAPIServer(ctx); err != nil {
+	if err := t.procs[i].RestartAPIServer(ctx); err != nil {
 		return err
 	}
 	// The new process counts from zero, its start-up included: the restart's cost is the
 	// server's, whatever the fleet.
-	t.start, t.startCPU = nil, 0
+	t.start[i], t.startCPU[i] = nil, 0
 	return nil
+}
+
+// requestsNow is the configmap requests every kube-apiserver has counted (those restarting
+// left out), for the sampled rate.
+func (t *serverTotals) requestsNow(ctx context.Context, admin *http.Client) (float64, bool) {
+	total, ok := 0.0, true
+	for _, p := range t.procs {
+		m, err := scrapeMetrics(ctx, admin, p.URL())
+		if err != nil {
+			ok = false // restarting
+			continue
+		}
+		total += m.sum("apiserver_request_total", map[string]string{"resource": "configmaps"})
+	}
+	return total, ok
 }
 
 // settledVersionsIn reads the server's state until two reads two seconds apart agree (at most

@@ -251,6 +251,31 @@ func startServer(ctx context.Context, ns string, opts apiserver.Options) (*apise
 	return s, cs, nil
 }
 
+// startHA starts an HA control plane (apiserver.StartHA) and creates ns on it.
+func startHA(ctx context.Context, ns string) (*apiserver.HA, kubernetes.Interface, error) {
+	if err := apiserver.EnsureBuilt(ctx); err != nil {
+		return nil, nil, err
+	}
+	h, err := apiserver.StartHA(ctx, apiserver.HAOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	rc := rest.CopyConfig(h.RESTConfig())
+	rc.QPS, rc.Burst = 2000, 4000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err == nil {
+		_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err != nil {
+		h.Stop()
+		return nil, nil, err
+	}
+	return h, cs, nil
+}
+
 // nextAfter is the delay from t to the first time in ts after t, or -1.
 func nextAfter(ts []int64, t int64) int64 {
 	i, _ := slices.BinarySearch(ts, t+1)

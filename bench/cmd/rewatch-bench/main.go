@@ -88,10 +88,10 @@ func main() {
 	case "fleet":
 		sizes := fs.String("sizes", "50,200", "reflectors per fleet, comma-separated")
 		objects := fs.Int("objects", 5000, "configmaps on the server")
-		scenarios := fs.String("scenarios", strings.Join(bench.FleetScenarios, ","), "scenarios: apf, restart, compaction, slow")
+		scenarios := fs.String("scenarios", strings.Join(bench.FleetScenarios, ","), "scenarios: apf, restart, compaction, slow, ha")
 		variants := fs.String("variants", strings.Join(bench.FleetVariants, ","), "reflector kinds")
 		every := fs.Duration("write-every", 50*time.Millisecond, "writer interval")
-		gap := fs.Duration("gap", 60*time.Second, "time between the two restarts; etcd is paused for a third of it")
+		gap := fs.Duration("gap", 60*time.Second, "time between the two restarts (restart), between kube-apiservers in the rolling restart (ha); etcd is paused for a third of it (slow)")
 		inflight := fs.Int("inflight", 10, "--max-requests-inflight in the apf scenario")
 		matchTimeout := fs.Duration("match-timeout", 10*time.Minute, "how long a fleet may take to hold the server's state; one that does not still reports its figures")
 		out := fs.String("out", ".cache/bench", "directory for the raw JSON results (not tracked)")
