@@ -61,6 +61,10 @@ echo "== 5. informer memory, Pod sync in JSON and protobuf"
 go test -run '^$' -bench 'InformerMemory|PodSync' -benchmem -benchtime 1x -count "$COUNT" ./bench/ | tee "$RAW/memory-$stamp.txt"
 "${benchstat[@]}" "$RAW/memory-$stamp.txt" | tee "$out/memory-$stamp.benchstat.txt"
 
+echo "== 5b. informer handlers: 1, 10, 100 handlers, and handler churn, against client-go's informer"
+go test -run '^$' -bench 'InformerHandlers|InformerHandlerChurn' -benchmem -count "$COUNT" ./bench/ | tee "$RAW/handlers-$stamp.txt"
+"${benchstat[@]}" "$RAW/handlers-$stamp.txt" | tee "$out/handlers-$stamp.benchstat.txt"
+
 echo "== 6. fleets (sizes: $FLEET)"
 "$bin" fleet -sizes "$FLEET" -objects 5000 -out "$RAW" -charts bench 2> >(grep -v '^[IEW][0-9]\{4\} ' >&2) | tee "$out/fleet-$stamp.md"
 
