@@ -37,7 +37,7 @@ const (
 const pauseAfterPanic = time.Second
 
 // listener delivers notifications to one handler on its own goroutine. Its queue never blocks
-// the processor: it holds references to the processor's shared batches, one per batch.
+// the processor: it holds ranges of the processor's shared chunks.
 type listener struct {
 	handler cache.ResourceEventHandler
 	logger  logr.Logger
@@ -77,10 +77,12 @@ type listener struct {
 	syncOnce   sync.Once
 }
 
-// segment is the part of a shared batch owed to one listener.
+// segment is the part of a shared chunk owed to one listener: notes, the first of which has
+// sequence number first.
 type segment struct {
-	first uint64
+	c     *chunk
 	notes []notification
+	first uint64
 }
 
 func newListener(inf *Informer, h cache.ResourceEventHandler, logger logr.Logger, resync resyncClock, from uint64, replay []any) *listener {
@@ -91,18 +93,19 @@ func newListener(inf *Informer, h cache.ResourceEventHandler, logger logr.Logger
 	return l
 }
 
-// push queues the part of b owed to l; it never blocks.
-func (l *listener) push(b *batch) {
-	last := b.first + uint64(len(b.notes)) - 1
-	if last < l.from {
+// push queues the part of s owed to l, holding s's chunk until it has handed that part over;
+// it never blocks.
+func (l *listener) push(s span) {
+	if last := s.first + uint64(len(s.notes)) - 1; last < l.from {
 		return
 	}
-	s := segment{first: b.first, notes: b.notes}
-	if l.from > b.first {
-		s.first, s.notes = l.from, b.notes[l.from-b.first:]
+	seg := segment{c: s.c, notes: s.notes, first: s.first}
+	if seg.first < l.from {
+		seg.notes, seg.first = seg.notes[l.from-seg.first:], l.from
 	}
+	s.c.refs.Add(1)
 	l.mu.Lock()
-	l.queue = append(l.queue, s)
+	l.queue = append(l.queue, seg)
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -119,9 +122,8 @@ func (l *listener) take(spare []segment) []segment {
 	return segs
 }
 
-// keptBuffer is the largest buffer the processor and a listener keep between batches: an
-// initial list of 50,000 objects must not leave that many notifications' worth of memory
-// behind for the informer's lifetime.
+// keptBuffer is the largest queue buffer a listener keeps between rounds: a handler that fell
+// far behind must not keep that much memory for the informer's lifetime.
 const keptBuffer = 1024
 
 // run hands notifications to the handler until the listener is stopped: the replay first, then
@@ -146,8 +148,9 @@ func (l *listener) run() {
 		segs := l.take(l.spare)
 		for k := range segs {
 			s := &segs[k]
-			for j := range s.notes {
-				n := &s.notes[j]
+			notes := s.notes
+			for j := range notes {
+				n := &notes[j]
 				if n.to != nil && n.to != l {
 					continue
 				}
@@ -156,7 +159,8 @@ func (l *listener) run() {
 				}
 			}
 			l.handedOver.Store(s.first + uint64(len(s.notes)) - 1)
-			*s = segment{} // the batch is shared: let it go once every listener has
+			s.c.release()
+			*s = segment{}
 		}
 		l.spare = nil
 		if cap(segs) <= keptBuffer {

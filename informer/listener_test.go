@@ -14,17 +14,18 @@ import (
 )
 
 // An initial list queues one notification per object at once; once the processor has handed
-// them over, neither it nor the listener may keep a buffer of that size for the rest of its life.
+// them over and the listener has handed them to its handler, at most freeChunks chunks are
+// kept, every one of them cleared, and the listener keeps no large queue.
 func TestProcessorReleasesALargeBatch(t *testing.T) {
 	inf := New(nil, &corev1.ConfigMap{}, Options{})
-	const n = 20 * keptBuffer
+	const n = 40 * chunkSize
 	var seen atomic.Int64
 	l := newListener(inf, cache.ResourceEventHandlerFuncs{AddFunc: func(any) { seen.Add(1) }}, logr.Discard(), resyncClock{}, 1, nil)
 	p := inf.processor
 	p.add(l)
 	p.startAll()
 	defer p.stopAll()
-	inf.mu.Lock() // hold the queue so that all n go out as one batch
+	inf.mu.Lock() // hold the queue so that all n go out at once
 	for range n {
 		p.enqueue(notification{kind: notifyAdd, obj: "x"})
 	}
@@ -35,11 +36,20 @@ func TestProcessorReleasesALargeBatch(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 	require.Eventually(t, func() bool { return seen.Load() == n }, time.Minute, time.Millisecond)
 	inf.mu.Lock()
-	p.enqueue(notification{kind: notifyAdd, obj: "y"}) // one more round trip through take
+	p.enqueue(notification{kind: notifyAdd, obj: "y"}) // one more round
 	inf.mu.Unlock()
-	require.Eventually(t, func() bool { return seen.Load() == n+1 }, time.Minute, time.Millisecond)
 	require.Eventually(t, func() bool { return l.handedOver.Load() == n+1 }, time.Minute, time.Millisecond)
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	require.LessOrEqual(t, cap(p.pending), keptBuffer, "the processor kept the initial list's buffer as its queue")
+	// Every full chunk was let go; all but the one "y" went into came back for reuse.
+	require.Eventually(t, func() bool { return len(p.free) == freeChunks-1 }, time.Minute, time.Millisecond)
+	for range freeChunks - 1 {
+		c := <-p.free
+		require.Empty(t, c.notes, "a kept chunk holds notifications")
+		require.Equal(t, chunkSize, cap(c.notes))
+		for _, n := range c.notes[:cap(c.notes)] {
+			require.Nil(t, n.obj, "a kept chunk still points to an object")
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	require.LessOrEqual(t, cap(l.queue), keptBuffer)
 }

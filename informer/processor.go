@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // processor hands the notifications the store path queues to the listeners, on its own
@@ -11,16 +12,22 @@ import (
 //
 // Every notification carries a sequence number, given under the informer's mu together with
 // the indexer's change it reports. A listener remembers the first number it is owed (the one
-// after the snapshot of the indexer it was given as adds), so the processor can hand it a
-// batch queued before it joined and the listener still sees each change exactly once.
+// after the snapshot of the indexer it was given as adds), so the processor can hand it
+// notifications queued before it joined and the listener still sees each change exactly once.
+//
+// The queue is a run of fixed-size chunks, filled in place: a chunk never grows (no copying
+// as a burst arrives), the processor hands its listeners ranges of it as they fill, and a chunk
+// every holder has let go of is kept for reuse.
 type processor struct {
-	// seq and pending are guarded by the informer's mu, with the indexer.
-	seq     uint64
-	pending []notification
-	wake    chan struct{}
-	// keep is the capacity of the next pending buffer: the size of the last batch, up to
-	// keptBuffer.
-	keep int
+	// seq, full and cur are guarded by the informer's mu, with the indexer.
+	seq uint64
+	// full are the chunks filled since the processor last took them; cur is being filled.
+	full []*chunk
+	cur  *chunk
+	wake chan struct{}
+	// free holds released chunks for reuse; a channel rather than a sync.Pool, which every
+	// garbage collection empties.
+	free chan *chunk
 
 	// mu guards the set of listeners and their lifecycle; the informer's mu, where both are
 	// taken, is taken first.
@@ -31,57 +38,128 @@ type processor struct {
 	wg        sync.WaitGroup
 }
 
-// batch is a run of notifications with consecutive sequence numbers, shared read-only by every
-// listener it is handed to.
-type batch struct {
+// chunkSize is the number of notifications in a chunk.
+const chunkSize = 256
+
+// freeChunks is how many released chunks the processor keeps for reuse (about 14 KiB each);
+// an initial list of 50,000 objects needs 196, which are not kept once handed over.
+const freeChunks = 16
+
+// chunk holds notifications with consecutive sequence numbers. notes only grows (by the store
+// path, under the informer's mu) within its fixed capacity; what has been handed to listeners
+// is read-only, so they read it while the rest fills. refs counts its holders: the processor
+// while the chunk is being filled or handed, and each listener until it has handed its range
+// over; the last to let go returns it to free (a holder that never lets go, a listener removed
+// with the chunk queued, leaves it to the garbage collector).
+type chunk struct {
 	first uint64 // the sequence number of notes[0]
 	notes []notification
+	// handed is how far the processor has handed notes out; only the processor touches it.
+	handed int
+	refs   atomic.Int32
+	free   chan *chunk
+}
+
+// release lets go of c; the last holder clears it (its objects may be collected) and keeps it
+// for reuse.
+func (c *chunk) release() {
+	if c.refs.Add(-1) != 0 {
+		return
+	}
+	clear(c.notes)
+	c.notes, c.handed = c.notes[:0], 0
+	select {
+	case c.free <- c:
+	default: // enough are kept already
+	}
 }
 
 func newProcessor() *processor {
-	return &processor{wake: make(chan struct{}, 1), listeners: map[*listener]struct{}{}}
+	return &processor{wake: make(chan struct{}, 1), listeners: map[*listener]struct{}{}, free: make(chan *chunk, freeChunks)}
+}
+
+// chunk returns a released chunk, or a new one, held by the processor.
+func (p *processor) chunk() *chunk {
+	var c *chunk
+	select {
+	case c = <-p.free:
+	default:
+		c = &chunk{notes: make([]notification, 0, chunkSize), free: p.free}
+	}
+	c.refs.Store(1)
+	return c
 }
 
 // enqueue numbers n and queues it for the processor; the informer's mu is held.
 func (p *processor) enqueue(n notification) {
 	p.seq++
-	p.pending = append(p.pending, n)
+	if p.cur == nil {
+		p.cur = p.chunk()
+		p.cur.first = p.seq
+	}
+	p.cur.notes = append(p.cur.notes, n)
+	if len(p.cur.notes) == chunkSize {
+		p.full, p.cur = append(p.full, p.cur), nil
+	}
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
 }
 
-// take returns what is queued as a batch; the informer's mu is held.
-func (p *processor) take(fresh []notification) batch {
-	b := batch{first: p.seq - uint64(len(p.pending)) + 1, notes: p.pending}
-	p.pending = fresh
-	return b
+// span is a range of a chunk to hand to the listeners: notes, whose first sequence number is
+// first. done marks a full chunk's last range, after which the processor lets go of it. The
+// slice is taken under the informer's mu: the store path may be appending to the chunk while
+// listeners read what came before.
+type span struct {
+	c     *chunk
+	notes []notification
+	first uint64
+	done  bool
 }
 
-// run hands batches to the listeners until ctx is done. lock is the informer's mu.
+// take returns the ranges filled since the last take; the informer's mu is held.
+func (p *processor) take(spans []span) []span {
+	for _, c := range p.full {
+		spans = append(spans, span{c: c, notes: c.notes[c.handed:], first: c.first + uint64(c.handed), done: true})
+		c.handed = len(c.notes)
+	}
+	clear(p.full)
+	p.full = p.full[:0]
+	if c := p.cur; c != nil && c.handed < len(c.notes) {
+		spans = append(spans, span{c: c, notes: c.notes[c.handed:], first: c.first + uint64(c.handed)})
+		c.handed = len(c.notes)
+	}
+	return spans
+}
+
+// run hands what is queued to the listeners until ctx is done. lock is the informer's mu.
 func (p *processor) run(ctx context.Context, lock sync.Locker) {
+	var spans []span
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.wake:
 		}
-		// The next buffer is made before the lock is taken, so that the reflector waits for a
-		// swap of two slices and nothing more.
-		fresh := make([]notification, 0, p.keep)
 		lock.Lock()
-		b := p.take(fresh)
+		spans = p.take(spans[:0])
 		lock.Unlock()
-		if len(b.notes) == 0 {
-			continue
-		}
-		p.keep = min(len(b.notes), keptBuffer)
 		p.mu.Lock()
-		for l := range p.listeners {
-			l.push(&b)
+		for _, s := range spans {
+			if len(s.notes) > 0 {
+				for l := range p.listeners {
+					l.push(s)
+				}
+			}
 		}
 		p.mu.Unlock()
+		for k, s := range spans {
+			if s.done {
+				s.c.release()
+			}
+			spans[k] = span{}
+		}
 	}
 }
 
