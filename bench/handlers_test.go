@@ -106,8 +106,8 @@ func countTo(n int64, done chan struct{}) cache.ResourceEventHandler {
 	}
 }
 
-// counting is a handler that counts its calls.
-func counting(calls *atomic.Int64) cache.ResourceEventHandler {
+// countingCalls is a handler that counts its calls.
+func countingCalls(calls *atomic.Int64) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { calls.Add(1) }, UpdateFunc: func(_, _ any) { calls.Add(1) }, DeleteFunc: func(any) { calls.Add(1) },
 	}
@@ -180,7 +180,7 @@ func BenchmarkInformerHandlerChurn(b *testing.B) {
 						churn.Go(func() {
 							var mine []cache.ResourceEventHandlerRegistration
 							for range churnRounds {
-								reg, err := inf.AddEventHandler(counting(&calls))
+								reg, err := inf.AddEventHandler(countingCalls(&calls))
 								if err != nil {
 									errs <- err
 									return
