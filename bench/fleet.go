@@ -39,6 +39,10 @@ const (
 	// fleet starts all at once, and then a restart makes every member re-watch and relist at
 	// once.
 	ScenarioAPF = "apf"
+	// ScenarioAPFReject is ScenarioAPF with a priority level that queues nothing: what does not
+	// get a seat at once is rejected at once, as a held-out fleet was measured against. Run it
+	// with -scenarios.
+	ScenarioAPFReject = "apf-reject"
 	// ScenarioRestart restarts kube-apiserver (etcd kept) twice, a gap apart.
 	ScenarioRestart = "restart"
 	// ScenarioCompaction compacts etcd to its current revision under a server without a watch
@@ -176,7 +180,7 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 		MatchTimeoutSeconds: timeout.Seconds()}
 	opts := apiserver.Options{}
 	switch scenario {
-	case ScenarioAPF:
+	case ScenarioAPF, ScenarioAPFReject:
 		opts.ExtraArgs = []string{fmt.Sprintf("--max-requests-inflight=%d", o.Inflight), "--max-mutating-requests-inflight=50"}
 	case ScenarioCompaction:
 		opts.ExtraArgs = []string{"--watch-cache=false"}
@@ -233,8 +237,8 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	if err := populate(ctx, cs, fleetNS, 0, o.Objects); err != nil {
 		return res, err
 	}
-	if scenario == ScenarioAPF {
-		if err := throttleFleet(ctx, cs); err != nil {
+	if scenario == ScenarioAPF || scenario == ScenarioAPFReject {
+		if err := throttleFleet(ctx, cs, scenario == ScenarioAPFReject); err != nil {
 			return res, err
 		}
 	}
@@ -363,7 +367,7 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	time.Sleep(5 * time.Second) // steady state with writes
 
 	switch scenario {
-	case ScenarioAPF:
+	case ScenarioAPF, ScenarioAPFReject:
 		err = acc.restart(ctx, 0, admin)
 	case ScenarioCompaction:
 		if err = s.Compact(ctx); err == nil {

@@ -15,17 +15,22 @@ import (
 // throttleFleet puts every request of the fleet's user in a priority level of its own with one
 // share of the server's concurrency and a queue of two: API Priority and Fairness then answers
 // what does not fit with 429 and its own Retry-After, as it does for a fleet that asks a
-// production server too much.
-func throttleFleet(ctx context.Context, cs kubernetes.Interface) error {
+// production server too much. With reject, the level queues nothing: what finds no free seat is
+// rejected at once.
+func throttleFleet(ctx context.Context, cs kubernetes.Interface, reject bool) error {
 	one, none := int32(1), int32(0)
+	limit := flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
+		Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: 2}}
+	if reject {
+		limit = flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}
+	}
 	plc := &flowcontrolv1.PriorityLevelConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
 		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
 			Type: flowcontrolv1.PriorityLevelEnablementLimited,
 			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
 				NominalConcurrencyShares: &one, LendablePercent: &none,
-				LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeQueue,
-					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: 2}},
+				LimitResponse: limit,
 			},
 		},
 	}
