@@ -41,9 +41,11 @@ type processor struct {
 // chunkSize is the number of notifications in a chunk.
 const chunkSize = 256
 
-// freeChunks is how many released chunks the processor keeps for reuse (about 14 KiB each);
-// an initial list of 50,000 objects needs 196, which are not kept once handed over.
-const freeChunks = 16
+// freeChunks is how many released chunks the processor keeps for reuse (14 KiB each): enough
+// for a steady stream (one being filled, one or two being handed over), few enough that a
+// cache of 50,000 objects carries about a byte per object for them. An initial list of 50,000
+// objects needs 196 chunks, which are not kept once handed over.
+const freeChunks = 4
 
 // chunk holds notifications with consecutive sequence numbers. notes only grows (by the store
 // path, under the informer's mu) within its fixed capacity; what has been handed to listeners
