@@ -152,6 +152,15 @@ type summaryJSON struct {
 	State          string         `json:"state"`
 	RV             string         `json:"resourceVersion"`
 	Synced         bool           `json:"synced"`
+	// ListFailing is set while a listing has failed and not completed since.
+	ListFailing *listFailingJSON `json:"listFailing,omitempty"`
+}
+
+type listFailingJSON struct {
+	Since    time.Time `json:"since"`
+	Failures int       `json:"failures"`
+	Relist   bool      `json:"relist"`
+	Last     string    `json:"last"`
 }
 
 func orNone(s string) string {
@@ -168,10 +177,14 @@ func (p *printer) summary(st rewatch.Stats) {
 		for c, n := range st.Retries {
 			r[c.String()] = n
 		}
-		p.emitJSON(summaryJSON{Type: "summary", Elapsed: round3(elapsed.Seconds()), Lists: st.Lists, ListPages: st.ListPages,
+		s := summaryJSON{Type: "summary", Elapsed: round3(elapsed.Seconds()), Lists: st.Lists, ListPages: st.ListPages,
 			Watches: st.Watches, Retries: r, ListsAvoided: st.ListsAvoided, BackingOff: round3(st.BackingOff.Seconds()),
 			WatchEvents: st.WatchEvents, Objects: st.Objects, State: st.State.String(), RV: st.LastResourceVersion, Synced: st.Synced,
-			WireFormat: st.WireFormat, AnsweredFormat: st.AnsweredFormat})
+			WireFormat: st.WireFormat, AnsweredFormat: st.AnsweredFormat}
+		if lf := st.ListFailing; lf != nil {
+			s.ListFailing = &listFailingJSON{Since: lf.Since.UTC(), Failures: lf.Failures, Relist: lf.Relist, Last: lf.Last.String()}
+		}
+		p.emitJSON(s)
 		return
 	}
 	lines := []string{
@@ -185,6 +198,14 @@ func (p *printer) summary(st rewatch.Stats) {
 		fmt.Sprintf("  objects cached   %d", st.Objects),
 		fmt.Sprintf("  state            %s at rv=%s", st.State, st.LastResourceVersion),
 		fmt.Sprintf("  wire format      %s, answered in %s", st.WireFormat, orNone(st.AnsweredFormat)),
+	}
+	if lf := st.ListFailing; lf != nil {
+		what := "first listing"
+		if lf.Relist {
+			what = "relist (the store serves an older state)"
+		}
+		lines = append(lines, fmt.Sprintf("  listing failing  %s, %d failures since %s; last: %s",
+			what, lf.Failures, lf.Since.UTC().Format(time.RFC3339), lf.Last))
 	}
 	for _, l := range lines {
 		p.line(l)

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rewatch/rewatch"
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// A failing listing is in the summary, text and JSON: since when, how many failures, the last.
+func TestSummaryShowsAFailingListing(t *testing.T) {
+	since := time.Date(2026, 12, 4, 20, 0, 0, 0, time.UTC)
+	st := rewatch.Stats{ListFailing: &rewatch.ListFailing{Since: since, Failures: 3, Relist: true,
+		Last: rewatch.Failure{Cause: fsm.CauseListFailed, Code: 500, Reason: "InternalError", Message: "etcd is down"}}}
+	var text, js bytes.Buffer
+	newPrinter(&text, "text").summary(st)
+	newPrinter(&js, "json").summary(st)
+	for _, want := range []string{"listing failing  relist (the store serves an older state), 3 failures since 2026-12-04T20:00:00Z",
+		"last: list-failed: 500 InternalError: etcd is down"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text summary lacks %q:\n%s", want, text.String())
+		}
+	}
+	for _, want := range []string{`"listFailing":{"since":"2026-12-04T20:00:00Z","failures":3,"relist":true,"last":"list-failed: 500 InternalError: etcd is down"}`} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("JSON summary lacks %s: %s", want, js.String())
+		}
+	}
+}
