@@ -149,7 +149,7 @@ func TestControllerRuntimeManagerThroughTheStorm(t *testing.T) {
 			expired, allFired := storm(p)
 			runManager(t, b, cfg, ns, newInformer)
 			writeRounds(t, b, ns, 5, 300*time.Millisecond)
-			require.Eventually(t, allFired, 2*time.Minute, 50*time.Millisecond, "not every fault was served")
+			untilFired(t, b, ns, 300*time.Millisecond, 2*time.Minute, map[string]func() bool{kind: allFired})
 			want := writeRounds(t, b, ns, 1, 0)
 			reconciled(t, b, ns, want)
 			lists[kind] = fullStateTransfers(p)

@@ -77,6 +77,19 @@ func direct(t *testing.T, b testbackend.Backend) kubernetes.Interface {
 	return cs
 }
 
+// logRequestsOnFailure logs, if t fails, every request the proxy saw and the fault it got: what
+// a reflector did through the faults is what explains a scenario that never ended.
+func logRequestsOnFailure(t *testing.T, name string, p *faultproxy.Proxy) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, r := range p.Requests() {
+			t.Logf("%s: %s %s %s?%s -> %d fault=%q events=%d", name, r.Time.Format("15:04:05.000"), r.Kind, r.Path, r.Query.Encode(), r.Status, r.Fault, r.Events)
+		}
+	})
+}
+
 // fullStateTransfers counts the requests for configmaps that ask for the whole state: a LIST
 // (its first page) or a watch-list (sendInitialEvents=true, which client-go v0.37 and
 // controller-runtime use by default in place of a LIST).
@@ -99,8 +112,8 @@ func fullStateTransfers(p *faultproxy.Proxy) int {
 // storm is the fault mix of the storm benchmark on the watch: 429s at open (with and without
 // Retry-After) and as ERROR events, InternalErrors as events and at open, resets mid-stream.
 // It ends with one 410 after the next event, which is the only fault that may cost a LIST.
-// allFired reports when every fault's watch has been opened; the 410 is delivered with the
-// first write after that.
+// allFired reports when every fault has reached the client (a fault counts when delivered, not
+// when its watch opened), so the 410 needs an event after its watch opened: see untilFired.
 func storm(p *faultproxy.Proxy) (expired int, allFired func() bool) {
 	tooMany := faultproxy.TooManyRequests(1)
 	var handles []*faultproxy.Handle
@@ -125,4 +138,34 @@ func storm(p *faultproxy.Proxy) (expired int, allFired func() bool) {
 		}
 		return true
 	}
+}
+
+// untilFired waits up to within for each reflector's allFired, writing meanwhile. The storm's
+// last fault, the 410, comes after the next event of a watch, and a watch that has caught up on
+// a quiet server gets no event at all — not even a bookmark, which the watch cache (and the
+// simulator, which follows it) sends only past the resourceVersion the watch started from — so
+// as long as one reflector is still on its way through the faults, a new configmap is created
+// every pause.
+// Each is written once and never changed: a relist cannot skip a state of it, so the handlers'
+// states stay comparable. It returns how long each reflector took, from the call, and fails the
+// test for one that never got through.
+func untilFired(t *testing.T, b testbackend.Backend, ns string, pause, within time.Duration, allFired map[string]func() bool) map[string]time.Duration {
+	start := time.Now()
+	through := map[string]time.Duration{}
+	for tick := 0; ; tick++ {
+		for name, fired := range allFired {
+			if _, done := through[name]; !done && fired() {
+				through[name] = time.Since(start)
+			}
+		}
+		if len(through) == len(allFired) || time.Since(start) > within {
+			break
+		}
+		require.NoError(t, b.Put(t.Context(), configMaps, ns, fmt.Sprintf("tick-%d", tick), "tick"))
+		time.Sleep(pause)
+	}
+	for name := range allFired {
+		require.Contains(t, through, name, "not every fault was served to %s within %v", name, within)
+	}
+	return through
 }

@@ -96,12 +96,13 @@ func TestSharedInformerFactoryThroughTheStorm(t *testing.T) {
 		kinds := []string{"rewatch", "client-go"}
 		seenBy := map[string]*seen{}
 		expiredBy := map[string]int{}
-		var firedBy []func() bool
+		firedBy := map[string]func() bool{}
 		var transfersBy []func() int
 		stop := make(chan struct{})
 		var syncs []cache.InformerSynced
 		for _, kind := range kinds {
 			p, cfg := proxied(t, b)
+			logRequestsOnFailure(t, kind, p)
 			cs, err := kubernetes.NewForConfig(cfg)
 			require.NoError(t, err)
 			factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
@@ -118,7 +119,7 @@ func TestSharedInformerFactoryThroughTheStorm(t *testing.T) {
 			syncs = append(syncs, reg.HasSynced)
 			expired, allFired := storm(p)
 			expiredBy[kind] = expired
-			firedBy = append(firedBy, allFired)
+			firedBy[kind] = allFired
 			transfersBy = append(transfersBy, func() int { return fullStateTransfers(p) })
 			factory.Start(stop)
 			t.Cleanup(factory.Shutdown)
@@ -132,10 +133,10 @@ func TestSharedInformerFactoryThroughTheStorm(t *testing.T) {
 		writeRounds(t, b, ns, 5, 500*time.Millisecond)
 		// How long each informer took to get through the faults is its waiting: client-go's
 		// backoff grows with every failure and relist, rewatch's resets on progress.
-		through := map[string]time.Duration{}
-		for i, f := range firedBy {
-			require.Eventually(t, f, 3*time.Minute, 50*time.Millisecond, "not every fault was served to %s", kinds[i])
-			through[kinds[i]] = time.Since(start)
+		rounds := time.Since(start)
+		through := untilFired(t, b, ns, 500*time.Millisecond, 3*time.Minute, firedBy)
+		for kind := range through {
+			through[kind] += rounds
 		}
 		writeRounds(t, b, ns, 1, 0)
 
