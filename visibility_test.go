@@ -260,8 +260,10 @@ func TestStatsShowAFailingRelist(t *testing.T) {
 
 	lists := p.AddRule(faultproxy.Rule{Kind: faultproxy.List, Times: -1, Fault: faultproxy.Respond(faultproxy.InternalError())})
 	p.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1, Fault: faultproxy.Respond(faultproxy.Expired())})
-	s.DropWatches() // the re-watch is answered 410, and the relist fails
 	require.Eventually(t, func() bool {
+		// End the open watch (again, should the first drop come before the server registered
+		// it): the re-watch is answered 410, and the relist fails.
+		s.DropWatches()
 		lf := r.Stats().ListFailing
 		return lf != nil && lf.Failures >= 3
 	}, 10*time.Second, time.Millisecond, "a failing relist is visible; LISTs refused: %d", lists.Fired())
