@@ -126,6 +126,16 @@ func (t typedDecoder) decodeJSONItem(l *jsonList, raw []byte) (any, error) {
 	if err := jsonUnmarshalStrictCase(raw, obj); err != nil {
 		return nil, err
 	}
+	if ext, ok := obj.(*runtime.RawExtension); ok {
+		// A v1.List holds raw items; meta.ExtractListWithAlloc hands them out this way.
+		switch {
+		case ext.Object != nil:
+			return ext.Object, nil
+		case ext.Raw != nil:
+			return &runtime.Unknown{Raw: ext.Raw}, nil
+		}
+		return nil, nil
+	}
 	return obj, nil
 }
 
