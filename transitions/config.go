@@ -57,11 +57,13 @@ type Config struct {
 	QuickEndsBeforeBackoff int `json:"quickEndsBeforeBackoff" help:"consecutive quick ends that back off instead of re-watching at once"`
 	// WatchSilence: a watch that has delivered nothing — no event, no bookmark, not even its
 	// response headers — for this long is ended and re-opened from the last RV, with no LIST.
-	// With bookmarks requested the apiserver sends one about every minute, so a watch silent for
-	// longer is dead: behind a load balancer that lost its backend, or a stalled proxy, it would
-	// otherwise stay open until its timeout (5–10 minutes) while the store goes stale. The
-	// transport notices the silence within an eighth of the bound past it. Default 100 s (a
-	// silent watch is replaced within 113 s); at least 1 s; negative turns it off
+	// With bookmarks requested the apiserver sends one every minute — but a fresh watch's first
+	// may come only after two (measured on kube-apiserver v1.37: first gaps of 60 and 120 s, then
+	// 60 s) — so a watch silent for much longer is dead: behind a load balancer that lost its
+	// backend, or a stalled proxy, it would otherwise stay open until its timeout (5–10 minutes)
+	// while the store goes stale. The transport notices the silence within an eighth of the bound
+	// past it. Default 150 s (a silent watch is replaced within 169 s; 100 s would end half of
+	// the healthy quiet watches before their first bookmark); at least 1 s; negative turns it off
 	// (docs/semantics.md, "silent watch").
 	WatchSilence time.Duration `json:"watchSilence,omitempty" help:"end and re-open from the last RV a watch that has delivered nothing for this long; negative: never"`
 	// WatchTimeoutMin and WatchTimeoutMax bound the randomised timeoutSeconds of each watch
@@ -89,7 +91,7 @@ const (
 	DefaultQuickEndsBeforeBackoff = 2
 	DefaultWatchTimeoutMin        = 5 * time.Minute
 	DefaultWatchTimeoutMax        = 10 * time.Minute
-	DefaultWatchSilence           = 100 * time.Second
+	DefaultWatchSilence           = 150 * time.Second
 	// MinWatchSilence is the shortest silence bound: a bound under a second would end watches
 	// between two frames of a busy stream's ordinary jitter.
 	MinWatchSilence = time.Second
