@@ -40,9 +40,10 @@ type driver struct {
 	events chan fsm.Event
 	base   context.Context
 
-	// The request in flight: its id, and how to abort it.
+	// The request in flight: its id, how to abort it, and when its goroutine has returned.
 	reqID     uint64
 	reqCancel context.CancelFunc
+	reqDone   chan struct{}
 	wg        sync.WaitGroup
 
 	// The armed timer.
@@ -316,16 +317,29 @@ func (d *driver) apply(c *fsm.Command) error {
 	return errors.New("not an object event")
 }
 
-// startRequest runs fn for command c on its own goroutine, abortable through its context.
+// startRequest runs fn for command c on its own goroutine, abortable through its context. The
+// request before it is aborted, and fn starts only once that one has returned, its response
+// body closed: one request at a time, so the previous request's connection is idle (or gone)
+// when the next begins and a FreshConnection re-watch can close it instead of reusing it
+// (docs/semantics.md, "Behind a load balancer"). The loop itself never waits.
 func (d *driver) startRequest(c *fsm.Command, fn func(ctx context.Context, c fsm.Command)) {
 	d.abortRequest()
+	prev := d.reqDone
+	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(d.base)
-	d.reqID, d.reqCancel = c.Request, cancel
+	d.reqID, d.reqCancel, d.reqDone = c.Request, cancel, done
 	cmd := *c
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
+		defer close(done)
 		defer cancel()
+		if prev != nil {
+			<-prev
+		}
+		if ctx.Err() != nil {
+			return
+		}
 		fn(ctx, cmd)
 	}()
 }
