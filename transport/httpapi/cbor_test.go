@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/internal/transporttest"
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
@@ -70,7 +71,7 @@ func TestCBORListAndWatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "auto (cbor, json)", tr.WireFormat())
 
-	e, _ := listOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
+	e, _ := transporttest.ListOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
 	require.Equal(t, fsm.EvListPage, e.Kind, "%+v", e.Failure)
 	require.Equal(t, "10", e.ResourceVersion)
 	u := e.Items[0].(*unstructured.Unstructured)

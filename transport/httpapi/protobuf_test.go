@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/internal/transporttest"
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
@@ -148,7 +149,7 @@ func TestProtobufListAndWatch(t *testing.T) {
 			}
 			tr := transportFor(t, h, func(c *httpapi.Config) { c.Format = format })
 
-			e, ok := listOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
+			e, ok := transporttest.ListOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
 			require.True(t, ok)
 			require.Equal(t, fsm.EvListPage, e.Kind, "%+v", e.Failure)
 			require.Equal(t, "10", e.ResourceVersion)
@@ -206,7 +207,7 @@ func TestProtobufRequestAnsweredInJSON(t *testing.T) {
 		},
 	}
 	tr := transportFor(t, h, nil)
-	e, _ := listOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
+	e, _ := transporttest.ListOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
 	require.Equal(t, fsm.EvListPage, e.Kind, "%+v", e.Failure)
 	require.Equal(t, "a", e.Items[0].(*corev1.ConfigMap).Name)
 	require.Equal(t, "json", tr.AnsweredFormat())
@@ -227,7 +228,7 @@ func TestProtobufStatusBodies(t *testing.T) {
 				w.writeBody(t, rw, int(st.Code), &st)
 			}}
 			tr := transportFor(t, h, func(c *httpapi.Config) { c.Format = httpapi.FormatProtobuf })
-			e, _ := listOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
+			e, _ := transporttest.ListOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
 			require.Equal(t, fsm.EvListFailed, e.Kind)
 			f := e.Failure
 			require.NotNil(t, f.Status, f.Message)
@@ -273,7 +274,7 @@ func TestProtobufMetadataOnly(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tr, err := httpapi.New(httpapi.Config{Client: &http.Client{}, Server: srv.URL, Resource: configMaps, MetadataOnly: true})
 	require.NoError(t, err)
-	e, _ := listOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
+	e, _ := transporttest.ListOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
 	require.Equal(t, fsm.EvListPage, e.Kind, "%+v", e.Failure)
 	require.Equal(t, "a", e.Items[0].(*metav1.PartialObjectMetadata).Name)
 	events := watchAll(t, tr)
@@ -377,6 +378,6 @@ func TestMetadataDecoderAsksForMetadata(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tr, err := httpapi.New(httpapi.Config{Client: &http.Client{}, Server: srv.URL, Resource: configMaps, Decoder: httpapi.Metadata()})
 	require.NoError(t, err)
-	listOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
+	transporttest.ListOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 1})
 	require.True(t, strings.HasPrefix(accept, "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"), accept)
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/internal/transporttest"
 	"github.com/rewatch/rewatch/transport/listwatch"
 )
 
@@ -32,7 +33,7 @@ func TestListTranslatesCommandAndResult(t *testing.T) {
 	}}
 	tr, err := listwatch.New(lw, "configmaps", listwatch.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=x" }))
 	require.NoError(t, err)
-	e, ok := listOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 3, ResourceVersion: "0", RVSet: true, Match: "NotOlderThan", Limit: 500, Continue: "tok"})
+	e, ok := transporttest.ListOnce(tr, fsm.Command{Kind: fsm.CmdListPage, Request: 3, ResourceVersion: "0", RVSet: true, Match: "NotOlderThan", Limit: 500, Continue: "tok"})
 	require.True(t, ok)
 	require.Equal(t, metav1.ListOptions{ResourceVersion: "0", ResourceVersionMatch: "NotOlderThan", Limit: 500, Continue: "tok", LabelSelector: "app=x"}, got)
 	require.Equal(t, fsm.EvListPage, e.Kind)
@@ -59,7 +60,7 @@ func TestListFailuresKeepTheStatus(t *testing.T) {
 			lw := &cache.ListWatch{ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return nil, tc.err }}
 			tr, err := listwatch.New(lw, "configmaps")
 			require.NoError(t, err)
-			e, ok := listOnce(tr, fsm.Command{Kind: fsm.CmdListPage})
+			e, ok := transporttest.ListOnce(tr, fsm.Command{Kind: fsm.CmdListPage})
 			require.True(t, ok)
 			require.Equal(t, fsm.EvListFailed, e.Kind)
 			require.Equal(t, tc.transport, e.Failure.Transport)

@@ -1,4 +1,5 @@
-package listwatch_test
+// Package transporttest holds helpers shared by the transports' tests.
+package transporttest
 
 import (
 	"context"
@@ -6,14 +7,14 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 )
 
-// lister is what performs a LIST page: a transport.
-type lister interface {
+// Lister is what performs a LIST page: a transport.
+type Lister interface {
 	List(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool)
 }
 
-// listOnce performs one LIST page and folds what it emits into one event, as a page decoded
+// ListOnce performs one LIST page and folds what it emits into one event, as a page decoded
 // whole would have been: the items into Items. ok is false when nothing ended the page.
-func listOnce(tr lister, c fsm.Command) (fsm.Event, bool) {
+func ListOnce(tr Lister, c fsm.Command) (fsm.Event, bool) {
 	var items []any
 	var end fsm.Event
 	ok := false
