@@ -132,10 +132,9 @@ func (h *HA) memberStatus(ctx context.Context, i int) (etcdStatus, error) {
 	return st, err
 }
 
-// EtcdLeader is the index of the etcd member that leads, as the running members agree: the
-// one whose own status names itself leader.
-func (h *HA) EtcdLeader(ctx context.Context) (int, error) {
-	var last error
+// eachRunningStatus asks the running members for their status in turn, handing visit each
+// answer until visit reports it is done; it returns the last error a member gave.
+func (h *HA) eachRunningStatus(ctx context.Context, visit func(i int, st etcdStatus) (done bool)) (last error) {
 	for i := range h.etcd {
 		h.mu.Lock()
 		running := h.etcd[i].proc != nil
@@ -148,9 +147,26 @@ func (h *HA) EtcdLeader(ctx context.Context) (int, error) {
 			last = err
 			continue
 		}
-		if st.Leader != "" && st.Leader != "0" && st.Leader == st.Header.MemberID {
-			return i, nil
+		if visit(i, st) {
+			return last
 		}
+	}
+	return last
+}
+
+// EtcdLeader is the index of the etcd member that leads, as the running members agree: the
+// one whose own status names itself leader.
+func (h *HA) EtcdLeader(ctx context.Context) (int, error) {
+	leader := -1
+	last := h.eachRunningStatus(ctx, func(i int, st etcdStatus) bool {
+		if st.Leader != "" && st.Leader != "0" && st.Leader == st.Header.MemberID {
+			leader = i
+			return true
+		}
+		return false
+	})
+	if leader >= 0 {
+		return leader, nil
 	}
 	return -1, fmt.Errorf("no etcd member leads (last error: %v)", last)
 }
@@ -174,20 +190,14 @@ func (h *HA) WaitEtcdLeader(ctx context.Context, timeout time.Duration) (int, er
 // Revision is etcd's current revision, the newest resourceVersion a kube-apiserver can hand
 // out, from the first running member that answers.
 func (h *HA) Revision(ctx context.Context) (int64, error) {
-	var last error
-	for i := range h.etcd {
-		h.mu.Lock()
-		running := h.etcd[i].proc != nil
-		h.mu.Unlock()
-		if !running {
-			continue
-		}
-		st, err := h.memberStatus(ctx, i)
-		if err != nil {
-			last = err
-			continue
-		}
-		return strconv.ParseInt(st.Header.Revision, 10, 64)
+	var revision string
+	answered := false
+	last := h.eachRunningStatus(ctx, func(_ int, st etcdStatus) bool {
+		revision, answered = st.Header.Revision, true
+		return true
+	})
+	if answered {
+		return strconv.ParseInt(revision, 10, 64)
 	}
 	return 0, fmt.Errorf("etcd current revision: no member answered (last error: %v)", last)
 }
