@@ -15,18 +15,9 @@ func RequireServer(t testing.TB, opts Options) *Server {
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	fail := unavailable(t, os.Getenv("CI") == "true")
-	if err := EnsureBuilt(ctx); err != nil {
-		fail("real kube-apiserver unavailable: %v", err)
-	}
-	s, err := Start(ctx, opts)
-	if err != nil {
-		fail("real kube-apiserver did not start: %v", err)
-	}
-	t.Cleanup(s.Stop)
-	return s
+	return requireStarted(t, "real kube-apiserver", func(ctx context.Context) (*Server, error) {
+		return Start(ctx, opts)
+	})
 }
 
 // unavailable is how a test reacts to a server it cannot have.
@@ -45,19 +36,28 @@ func RequireHA(t testing.TB, opts HAOptions) *HA {
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}
+	if err := HAProxyAvailable(); err != nil {
+		unavailable(t, os.Getenv("CI") == "true")("HA control plane unavailable: %v", err)
+	}
+	return requireStarted(t, "HA control plane", func(ctx context.Context) (*HA, error) {
+		return StartHA(ctx, opts)
+	})
+}
+
+// requireStarted builds the binaries, starts what start starts (named what in the messages)
+// and stops it when t ends; when either step fails, t is skipped, or failed under CI=true.
+func requireStarted[S interface{ Stop() }](t testing.TB, what string, start func(context.Context) (S, error)) S {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	fail := unavailable(t, os.Getenv("CI") == "true")
-	if err := HAProxyAvailable(); err != nil {
-		fail("HA control plane unavailable: %v", err)
-	}
 	if err := EnsureBuilt(ctx); err != nil {
 		fail("real kube-apiserver unavailable: %v", err)
 	}
-	h, err := StartHA(ctx, opts)
+	s, err := start(ctx)
 	if err != nil {
-		fail("HA control plane did not start: %v", err)
+		fail("%s did not start: %v", what, err)
 	}
-	t.Cleanup(h.Stop)
-	return h
+	t.Cleanup(s.Stop)
+	return s
 }
