@@ -11,6 +11,7 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,10 @@ import (
 //	                off, so RSS is what the collector's own pacing gives
 //	noop-updates    updates whose resourceVersion did not change handed to a handler with no
 //	                resync period (the reflector has no handler: 0 by construction)
+//
+// With BENCH_RELIST_PEAKPROF=FILE, a heap profile is written to FILE.steady when the cache is
+// synced and to FILE each time a new peak is read (the profile of the GC that marked it), for
+// `go tool pprof -base FILE.steady FILE`.
 //
 // Run with:
 //
@@ -353,6 +358,7 @@ func benchRelist(b *testing.B, d *relistData, runner relistRunner) {
 			b.Fatalf("%d full-state requests for the initial sync", full)
 		}
 		steadyLive := liveHeap()
+		writeRelistProfile(".steady")
 		resetPeakRSS(b)
 		sample := sampleLiveHeap(forceGC)
 		b.StartTimer()
@@ -412,6 +418,21 @@ func settle(h *counting) {
 	}
 }
 
+// writeRelistProfile writes the heap profile as of the last GC to BENCH_RELIST_PEAKPROF plus
+// suffix, when that is set.
+func writeRelistProfile(suffix string) {
+	name := os.Getenv("BENCH_RELIST_PEAKPROF")
+	if name == "" {
+		return
+	}
+	f, err := os.Create(name + suffix)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.WriteHeapProfile(f)
+}
+
 // sampleLiveHeap records the largest heap a GC marked live until the returned function is
 // called; with force it runs a GC every 10 ms, so that no peak passes between two of them.
 func sampleLiveHeap(force bool) func() uint64 {
@@ -422,6 +443,7 @@ func sampleLiveHeap(force bool) func() uint64 {
 		metrics.Read(sample)
 		if v := sample[0].Value.Uint64(); v > maxLive.Load() {
 			maxLive.Store(v)
+			writeRelistProfile("")
 		}
 	}
 	go func() {
