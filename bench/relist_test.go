@@ -26,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/rewatch/rewatch"
@@ -305,22 +304,9 @@ func startRewatchInformer(watchList bool) func(*testing.B, string, *relistData) 
 
 func startClientGoInformer(watchList bool) func(*testing.B, string, *relistData) *running {
 	return func(b *testing.B, url string, d *relistData) *running {
-		rc, err := rest.RESTClientFor(&rest.Config{Host: url, APIPath: "/api", QPS: -1, ContentConfig: rest.ContentConfig{
-			GroupVersion: &corev1.SchemeGroupVersion, NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
-			ContentType: d.media, AcceptContentTypes: d.media,
-		}})
+		plain, err := typedListWatch(url, d.media, d.resource())
 		if err != nil {
 			b.Fatal(err)
-		}
-		resource := d.resource()
-		plain := &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return rc.Get().Namespace("bench").Resource(resource).VersionedParams(&o, scheme.ParameterCodec).Do(ctx).Get()
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.Watch = true
-				return rc.Get().Namespace("bench").Resource(resource).VersionedParams(&o, scheme.ParameterCodec).Watch(ctx)
-			},
 		}
 		var lw cache.ListerWatcher = plain
 		if !watchList {

@@ -348,14 +348,25 @@ func decodeWatchEvents(req *http.Request, newDecoder func(io.ReadCloser) streami
 // as a clientset built with ContentType protobuf is (kube-controller-manager's configuration),
 // in LIST+WATCH mode with client-side rate limiting off.
 func runClientGoTyped(ctx context.Context, url, media, resource string, example runtime.Object, store cache.ReflectorStore) error {
+	lw, err := typedListWatch(url, media, resource)
+	if err != nil {
+		return err
+	}
+	cache.NewReflector(cache.ToListWatcherWithWatchListSemantics(lw, listOnly{}), example, store, 0).RunWithContext(ctx)
+	return nil
+}
+
+// typedListWatch lists and watches resource in namespace "bench" at url through a typed REST
+// client configured for media, with client-side rate limiting off.
+func typedListWatch(url, media, resource string) (*cache.ListWatch, error) {
 	rc, err := rest.RESTClientFor(&rest.Config{Host: url, APIPath: "/api", QPS: -1, ContentConfig: rest.ContentConfig{
 		GroupVersion: &corev1.SchemeGroupVersion, NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
 		ContentType: media, AcceptContentTypes: media,
 	}})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	lw := &cache.ListWatch{
+	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return rc.Get().Namespace("bench").Resource(resource).VersionedParams(&o, scheme.ParameterCodec).Do(ctx).Get()
 		},
@@ -363,9 +374,7 @@ func runClientGoTyped(ctx context.Context, url, media, resource string, example 
 			o.Watch = true
 			return rc.Get().Namespace("bench").Resource(resource).VersionedParams(&o, scheme.ParameterCodec).Watch(ctx)
 		},
-	}
-	cache.NewReflector(cache.ToListWatcherWithWatchListSemantics(lw, listOnly{}), example, store, 0).RunWithContext(ctx)
-	return nil
+	}, nil
 }
 
 // TestWireStreamShape keeps the generators honest: a Pod is 4–8 KiB in JSON, a ConfigMap about
