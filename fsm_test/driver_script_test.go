@@ -377,25 +377,16 @@ func (s *scriptedTransport) begin(c fsm.Command) *scriptedCall {
 }
 
 func (s *scriptedTransport) List(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
-	call := s.begin(c)
-	for {
-		select {
-		case e := <-call.answers:
-			if !emit(e) {
-				close(call.ended)
-				return
-			}
-			if e.Kind != fsm.EvListItem {
-				return
-			}
-		case <-ctx.Done():
-			close(call.ended)
-			return
-		}
-	}
+	s.serve(ctx, c, emit, func(e fsm.Event) bool { return e.Kind != fsm.EvListItem })
 }
 
 func (s *scriptedTransport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
+	s.serve(ctx, c, emit, func(e fsm.Event) bool { return e.Kind == fsm.EvWatchEnded || e.Kind == fsm.EvWatchOpenFailed })
+}
+
+// serve begins the call c and emits the answers the script gives it until one is final. When
+// emit refuses an answer or ctx ends first, it closes the call's ended instead.
+func (s *scriptedTransport) serve(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool, final func(fsm.Event) bool) {
 	call := s.begin(c)
 	for {
 		select {
@@ -404,7 +395,7 @@ func (s *scriptedTransport) Watch(ctx context.Context, c fsm.Command, emit func(
 				close(call.ended)
 				return
 			}
-			if e.Kind == fsm.EvWatchEnded || e.Kind == fsm.EvWatchOpenFailed {
+			if final(e) {
 				return
 			}
 		case <-ctx.Done():
