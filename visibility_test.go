@@ -189,18 +189,25 @@ func both(t *testing.T, test func(t *testing.T, g *gatedStore, store driver.Stor
 	})
 }
 
+// quietReflector is a reflector on a faultyServer of its own that keeps its state in store and
+// logs nothing.
+func quietReflector(t *testing.T, store driver.Store) *rewatch.Reflector {
+	t.Helper()
+	cfg := fastConfig(faultyServer(t).URL())
+	cfg.Store = store
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	r, err := rewatch.New(cfg)
+	require.NoError(t, err)
+	return r
+}
+
 // docs/semantics.md "Visibility": HasSynced turns true only once the initial state is applied
 // completely — Store.Replace has returned, or the incremental replacement's Finish — so
 // cache.WaitForCacheSync never hands a caller an empty or half-filled store.
 func TestHasSyncedWaitsForReplace(t *testing.T) {
 	both(t, func(t *testing.T, g *gatedStore, store driver.Store) {
 		g.entered, g.release = make(chan struct{}), make(chan struct{})
-		p := faultyServer(t)
-		cfg := fastConfig(p.URL())
-		cfg.Store = store
-		cfg.Logger = slog.New(slog.DiscardHandler)
-		r, err := rewatch.New(cfg)
-		require.NoError(t, err)
+		r := quietReflector(t, store)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- r.Run(ctx) }()
@@ -222,13 +229,8 @@ var errStoreFull = errors.New("store full")
 func TestHasSyncedStaysFalseAfterFailedReplace(t *testing.T) {
 	both(t, func(t *testing.T, g *gatedStore, store driver.Store) {
 		g.fail = errStoreFull
-		p := faultyServer(t)
-		cfg := fastConfig(p.URL())
-		cfg.Store = store
-		cfg.Logger = slog.New(slog.DiscardHandler)
-		r, err := rewatch.New(cfg)
-		require.NoError(t, err)
-		err = r.Run(context.Background())
+		r := quietReflector(t, store)
+		err := r.Run(context.Background())
 		require.ErrorIs(t, err, errStoreFull)
 		require.False(t, r.HasSynced(), "synced although the store refused the initial state")
 		require.False(t, r.Stats().Synced)
