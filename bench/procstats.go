@@ -20,19 +20,7 @@ func processCPU() time.Duration {
 // ru_maxrss is not usable in a re-executed child: Linux carries the parent's peak across
 // fork and exec, so every child would report at least the parent's RSS.
 func peakRSSKiB() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	return -1
+	return rssKiB("VmHWM:")
 }
 
 // rssKiB reads a memory field of /proc/self/status ("VmRSS:", "VmHWM:") in KiB; -1 if unreadable.
