@@ -235,15 +235,7 @@ func startServer(ctx context.Context, ns string, opts apiserver.Options) (*apise
 	if err != nil {
 		return nil, nil, err
 	}
-	rc := rest.CopyConfig(s.RESTConfig())
-	rc.QPS, rc.Burst = 2000, 4000
-	cs, err := kubernetes.NewForConfig(rc)
-	if err == nil {
-		_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			err = nil
-		}
-	}
+	cs, err := fastClientWithNamespace(ctx, s.RESTConfig(), ns)
 	if err != nil {
 		s.Stop()
 		return nil, nil, err
@@ -260,20 +252,28 @@ func startHA(ctx context.Context, ns string) (*apiserver.HA, kubernetes.Interfac
 	if err != nil {
 		return nil, nil, err
 	}
-	rc := rest.CopyConfig(h.RESTConfig())
-	rc.QPS, rc.Burst = 2000, 4000
-	cs, err := kubernetes.NewForConfig(rc)
-	if err == nil {
-		_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			err = nil
-		}
-	}
+	cs, err := fastClientWithNamespace(ctx, h.RESTConfig(), ns)
 	if err != nil {
 		h.Stop()
 		return nil, nil, err
 	}
 	return h, cs, nil
+}
+
+// fastClientWithNamespace is a clientset on cfg that may write fast, with namespace ns created
+// (or already there).
+func fastClientWithNamespace(ctx context.Context, cfg *rest.Config, ns string) (kubernetes.Interface, error) {
+	rc := rest.CopyConfig(cfg)
+	rc.QPS, rc.Burst = 2000, 4000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	return cs, nil
 }
 
 // nextAfter is the delay from t to the first time in ts after t, or -1.
