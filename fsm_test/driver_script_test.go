@@ -409,12 +409,7 @@ func (s *scriptedTransport) serve(ctx context.Context, c fsm.Command, emit func(
 func (s *scriptedTransport) answer(e fsm.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var ids []uint64
-	for id, c := range s.calls {
-		if c.open {
-			ids = append(ids, id)
-		}
-	}
+	ids := s.openIDs()
 	if len(ids) != 1 {
 		return fmt.Errorf("%d requests in flight, want one to answer", len(ids))
 	}
@@ -455,6 +450,11 @@ func (s *scriptedTransport) received(id uint64) (fsm.Command, error) {
 func (s *scriptedTransport) active() []uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.openIDs()
+}
+
+// openIDs lists the calls the script could still answer, by id; the caller holds s.mu.
+func (s *scriptedTransport) openIDs() []uint64 {
 	var ids []uint64
 	for id, c := range s.calls {
 		if c.open {
