@@ -26,6 +26,21 @@ func buildCLI(t *testing.T) string {
 	return bin
 }
 
+// proxyKubeconfig writes a kubeconfig whose only context reaches server with no credentials,
+// as the CLI's users' kubeconfigs are read, and returns its path.
+func proxyKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: proxy, cluster: {server: "`+server+`"}}]
+users: [{name: nobody, user: {}}]
+contexts: [{name: proxy, context: {cluster: proxy, user: nobody}}]
+current-context: proxy
+`), 0o600))
+	return kubeconfig
+}
+
 // `rewatch watch` against the real kube-apiserver, through the fault proxy,
 // shows the expected transitions, and the journal it records replays with --check.
 func TestCLIWatchAgainstRealServerReplays(t *testing.T) {
@@ -36,14 +51,7 @@ func TestCLIWatchAgainstRealServerReplays(t *testing.T) {
 	e.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Nth: 2, Times: 1, Fault: faultproxy.WatchError(faultproxy.Expired()).AfterEvents(1)})
 	bin := buildCLI(t)
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: proxy, cluster: {server: "`+e.proxy.URL()+`"}}]
-users: [{name: nobody, user: {}}]
-contexts: [{name: proxy, context: {cluster: proxy, user: nobody}}]
-current-context: proxy
-`), 0o600))
+	kubeconfig := proxyKubeconfig(t, e.proxy.URL())
 	journalPath := filepath.Join(dir, "journal.jsonl")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -93,14 +101,7 @@ func TestCLIWatchResourceAsKubectlTypesIt(t *testing.T) {
 	b := sharedReal(t)
 	e := newEnv(t, b, configMaps, 3)
 	bin := buildCLI(t)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: proxy, cluster: {server: "`+e.proxy.URL()+`"}}]
-users: [{name: nobody, user: {}}]
-contexts: [{name: proxy, context: {cluster: proxy, user: nobody}}]
-current-context: proxy
-`), 0o600))
+	kubeconfig := proxyKubeconfig(t, e.proxy.URL())
 	for _, tc := range []struct {
 		resource, path string
 		objects        int
