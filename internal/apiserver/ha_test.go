@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,7 +72,9 @@ func TestHAControlPlane(t *testing.T) {
 		assert.Equal(t, http.StatusOK, status(h.APIServerURL(1)+"/api/v1/namespaces/default/configmaps?resourceVersion=0"))
 		require.Eventually(t, func() bool {
 			st, err := h.lb.stats(ctx)
-			return err == nil && st["api1"].status != "" && st["api1"].status[:4] == "DOWN"
+			// HAProxy's status is "UP", "UP 1/2" while it fails checks, then "DOWN" (or
+			// "DOWN 1/2" on the way back up).
+			return err == nil && strings.HasPrefix(st["api1"].status, "DOWN")
 		}, 30*time.Second, 200*time.Millisecond, "the load balancer counts it down")
 		// The others still write. (Not through the balancer: this client's one HTTP/2
 		// connection may be the isolated kube-apiserver's, and the balancer leaves open
