@@ -137,16 +137,17 @@ func (c *counter) observe(t driver.Transition) {
 	if t.Cause == fsm.NoCause {
 		return
 	}
-	c.noteListing(t)
 	// What counts as a retry or a LIST avoided is the cause's declaration (fsm.CauseInfo).
 	if t.Cause.Retries() {
 		st.Retries[t.Cause]++
 	}
+	var failure *Failure
 	if t.Event.Failure != nil {
 		f := failureOf(t)
 		st.LastFailures[t.Cause] = f
-		st.LastFailure = &f
+		st.LastFailure, failure = &f, &f
 	}
+	c.noteListing(t, failure)
 	if t.Cause.AvoidsList(t.Event.Failure != nil) {
 		st.ListsAvoided++
 	}
@@ -215,18 +216,19 @@ func (c *counter) snapshot() Stats {
 }
 
 // noteListing keeps ListFailing: a failure answering a listing (a LIST request, or a watch-list
-// stream before its initial state) starts or extends it; a completed listing ends it.
-func (c *counter) noteListing(t driver.Transition) {
+// stream before its initial state) starts or extends it; a completed listing ends it. failure
+// is the transition's failure as observe recorded it (nil: none).
+func (c *counter) noteListing(t driver.Transition, failure *Failure) {
 	switch {
 	case t.Cause == fsm.CauseListComplete || t.Cause == fsm.CauseInitialEventsEnd:
 		c.st.ListFailing = nil
-	case t.Event.Failure != nil && (t.From == fsm.Listing || t.From == fsm.Relisting):
+	case failure != nil && (t.From == fsm.Listing || t.From == fsm.Relisting):
 		lf := c.st.ListFailing
 		if lf == nil {
 			lf = &ListFailing{Since: t.Event.Now, Relist: t.From == fsm.Relisting}
 			c.st.ListFailing = lf
 		}
 		lf.Failures++
-		lf.Last = failureOf(t)
+		lf.Last = *failure
 	}
 }
