@@ -92,8 +92,9 @@ func (t typedDecoder) DecodeListStream(mediaType string, body io.Reader, item fu
 		}
 		return decodeWholeBody(wholeListDecoder{t}, mediaType, rest, item)
 	case MediaJSON:
+		var items jsonItemType
 		l, err := streamJSONList(body, func(l *jsonList, raw []byte) error {
-			obj, err := t.decodeJSONItem(l, raw)
+			obj, err := items.decode(t, l, raw)
 			if err != nil {
 				return err
 			}
@@ -107,9 +108,24 @@ func (t typedDecoder) DecodeListStream(mediaType string, body io.Reader, item fu
 	return "", "", only(mediaType, MediaProtobuf, MediaJSON)
 }
 
-// decodeJSONItem decodes one item of a typed JSON list into the list type's item type, as
-// decoding the whole list and copying its items out would.
-func (t typedDecoder) decodeJSONItem(l *jsonList, raw []byte) (any, error) {
+// jsonItemType is the item type of a typed JSON list, resolved from the list's kind once per
+// list rather than once per item; it is resolved again only if the kind changes.
+type jsonItemType struct {
+	resolved         bool
+	apiVersion, kind string
+	typ              reflect.Type
+	err              error
+}
+
+func (j *jsonItemType) resolve(t typedDecoder, l *jsonList) (reflect.Type, error) {
+	if !j.resolved || j.apiVersion != l.apiVersion || j.kind != l.kind {
+		j.resolved, j.apiVersion, j.kind = true, l.apiVersion, l.kind
+		j.typ, j.err = t.jsonItemType(l)
+	}
+	return j.typ, j.err
+}
+
+func (t typedDecoder) jsonItemType(l *jsonList) (reflect.Type, error) {
 	gv, err := schema.ParseGroupVersion(l.apiVersion)
 	if err != nil {
 		return nil, err
@@ -121,6 +137,16 @@ func (t typedDecoder) decodeJSONItem(l *jsonList, raw []byte) (any, error) {
 	typ, ok := listItemType(list)
 	if !ok {
 		return nil, fmt.Errorf("list response is a %T, not a list", list)
+	}
+	return typ, nil
+}
+
+// decode decodes one item of a typed JSON list into the list type's item type, as decoding
+// the whole list and copying its items out would.
+func (j *jsonItemType) decode(t typedDecoder, l *jsonList, raw []byte) (any, error) {
+	typ, err := j.resolve(t, l)
+	if err != nil {
+		return nil, err
 	}
 	obj := reflect.New(typ).Interface()
 	if err := jsonUnmarshalStrictCase(raw, obj); err != nil {
