@@ -63,22 +63,10 @@ func (h *HA) startEtcd(ctx context.Context) error {
 // cluster) and returns once it reports itself healthy, which needs a leader.
 func (h *HA) StartEtcdMember(ctx context.Context, i int) error {
 	m := h.etcd[i]
-	h.mu.Lock()
-	if h.stopped {
-		h.mu.Unlock()
-		return errors.New("cluster stopped")
-	}
-	if m.proc != nil {
-		h.mu.Unlock()
-		return fmt.Errorf("%s is running", m.name)
-	}
-	p, err := startProc(m.name, filepath.Join(h.opts.BinDir, "etcd"), m.args, h.dir)
+	p, err := h.launch(&m.proc, m.name, filepath.Join(h.opts.BinDir, "etcd"), m.args)
 	if err != nil {
-		h.mu.Unlock()
 		return err
 	}
-	m.proc = p
-	h.mu.Unlock()
 	if err := waitHTTP(ctx, p, http.DefaultClient, m.clientURL+"/health", 60*time.Second); err != nil {
 		return fmt.Errorf("%s did not become healthy: %w\n%s", m.name, err, p.logTail(30))
 	}
@@ -87,11 +75,7 @@ func (h *HA) StartEtcdMember(ctx context.Context, i int) error {
 
 // StopEtcdMember stops etcd member i (SIGTERM, then SIGKILL after 10 s).
 func (h *HA) StopEtcdMember(i int) {
-	h.mu.Lock()
-	p := h.etcd[i].proc
-	h.etcd[i].proc = nil
-	h.mu.Unlock()
-	if p != nil {
+	if p := h.take(&h.etcd[i].proc); p != nil {
 		p.stop(10 * time.Second)
 	}
 }
@@ -99,10 +83,7 @@ func (h *HA) StopEtcdMember(i int) {
 // KillEtcdMember kills etcd member i with SIGKILL, as a crashed node: no leadership transfer,
 // no goodbye to the peers. It returns once the process is gone.
 func (h *HA) KillEtcdMember(i int) error {
-	h.mu.Lock()
-	p := h.etcd[i].proc
-	h.etcd[i].proc = nil
-	h.mu.Unlock()
+	p := h.take(&h.etcd[i].proc)
 	if p == nil {
 		return fmt.Errorf("%s is not running", h.etcd[i].name)
 	}

@@ -208,14 +208,38 @@ func (h *HA) HTTPClient() (*http.Client, error) {
 	return rest.HTTPClientFor(h.restConfig("https://127.0.0.1", h.pki.adminToken))
 }
 
+// launch starts bin with args as the process in *slot (one of the etcd members' or the
+// kube-apiservers'), unless the cluster is stopped or *slot already runs.
+func (h *HA) launch(slot **proc, name, bin string, args []string) (*proc, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return nil, errors.New("cluster stopped")
+	}
+	if *slot != nil {
+		return nil, fmt.Errorf("%s is running", name)
+	}
+	p, err := startProc(name, bin, args, h.dir)
+	if err != nil {
+		return nil, err
+	}
+	*slot = p
+	return p, nil
+}
+
+// take empties *slot and returns the process it held (nil if none), for the caller to end.
+func (h *HA) take(slot **proc) *proc {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := *slot
+	*slot = nil
+	return p
+}
+
 // StopAPIServer stops kube-apiserver i (SIGTERM, then SIGKILL after 10 s); its open
 // connections end. The load balancer notices by its health checks.
 func (h *HA) StopAPIServer(i int) {
-	h.mu.Lock()
-	p := h.apis[i].proc
-	h.apis[i].proc = nil
-	h.mu.Unlock()
-	if p != nil {
+	if p := h.take(&h.apis[i].proc); p != nil {
 		p.stop(10 * time.Second)
 	}
 }
@@ -225,22 +249,10 @@ func (h *HA) StopAPIServer(i int) {
 func (h *HA) StartAPIServer(ctx context.Context, i int) error {
 	began := time.Now()
 	a := h.apis[i]
-	h.mu.Lock()
-	if h.stopped {
-		h.mu.Unlock()
-		return errors.New("cluster stopped")
-	}
-	if a.proc != nil {
-		h.mu.Unlock()
-		return fmt.Errorf("%s is running", a.name)
-	}
-	p, err := startProc(a.name, filepath.Join(h.opts.BinDir, "kube-apiserver"), a.args, h.dir)
+	p, err := h.launch(&a.proc, a.name, filepath.Join(h.opts.BinDir, "kube-apiserver"), a.args)
 	if err != nil {
-		h.mu.Unlock()
 		return err
 	}
-	a.proc = p
-	h.mu.Unlock()
 	hc, err := h.HTTPClient()
 	if err != nil {
 		return err
