@@ -72,9 +72,11 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 			emit(out, fsm.Command{Kind: fsm.CmdStage, Type: e.Type, Key: e.Key, Object: e.Object, Items: e.Items, ItemCount: e.ItemCount})
 		}
 	case fsm.CauseInitialEventsEnd:
-		// The stream that delivered the initial state goes on as the watch.
+		// The stream that delivered the initial state goes on as the watch: a watch that
+		// opens now, with nothing delivered yet.
 		m.replace(s, e.ResourceVersion, e.Now, out)
-		s.Watch.Open, s.Watch.OpenedAt, s.Watch.Events, s.Watch.Progressed = true, e.Now, 0, false
+		streamClosed(s)
+		streamOpened(s, e)
 	case fsm.CauseWatchListUnsupported:
 		discardStaged(s, out)
 		s.Server.WatchListUnsupported = true
