@@ -28,6 +28,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	d := &driver{cfg: cfg, m: m, events: make(chan fsm.Event, eventBuffer), base: ctx}
+	d.incremental, _ = cfg.Store.(IncrementalStore)
 	d.s = m.Initial()
 	return d.loop(ctx)
 }
@@ -51,13 +52,15 @@ type driver struct {
 	timerC  <-chan time.Time
 	timerID uint64
 
-	// staged holds a full state for a store without incremental replace; replacing is the open
-	// replacement of an IncrementalStore, and put counts the objects it took.
-	staged    []any
-	replacing Replacement
-	put       int
-	stopped   bool
-	err       error
+	// staged holds a full state for a store without incremental replace; incremental is the
+	// store when it has it (asked once, not for every object staged), replacing is its open
+	// replacement, and put counts the objects it took.
+	staged      []any
+	incremental IncrementalStore
+	replacing   Replacement
+	put         int
+	stopped     bool
+	err         error
 }
 
 func (d *driver) loop(ctx context.Context) error {
@@ -215,8 +218,7 @@ func (d *driver) exec(c *fsm.Command) error {
 // when the store is an IncrementalStore (one is begun with the state's first objects), held
 // for the atomic Replace otherwise (docs/semantics.md, "Relists").
 func (d *driver) stage(c *fsm.Command) error {
-	inc, ok := d.cfg.Store.(IncrementalStore)
-	if !ok {
+	if d.incremental == nil {
 		if c.Object != nil {
 			d.staged = append(d.staged, c.Object)
 		}
@@ -224,7 +226,7 @@ func (d *driver) stage(c *fsm.Command) error {
 		return nil
 	}
 	if d.replacing == nil {
-		r, err := inc.BeginReplace()
+		r, err := d.incremental.BeginReplace()
 		if err != nil {
 			return fmt.Errorf("store: begin replace: %w", err)
 		}
@@ -255,8 +257,7 @@ func (d *driver) putStaged(obj any) error {
 // replace completes the full state: Finish of the open replacement (one begun now for an empty
 // state), or the atomic Replace of everything staged.
 func (d *driver) replace(c *fsm.Command) error {
-	inc, ok := d.cfg.Store.(IncrementalStore)
-	if !ok {
+	if d.incremental == nil {
 		items := d.staged
 		d.staged = nil
 		if items == nil {
@@ -270,7 +271,7 @@ func (d *driver) replace(c *fsm.Command) error {
 	r := d.replacing
 	if r == nil {
 		var err error
-		if r, err = inc.BeginReplace(); err != nil {
+		if r, err = d.incremental.BeginReplace(); err != nil {
 			return fmt.Errorf("store: begin replace: %w", err)
 		}
 		d.put = 0
