@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rewatch/rewatch/fsm"
 )
@@ -32,11 +33,7 @@ func SetObject(e *fsm.Event, obj any) error {
 		return fmt.Errorf("%s object without a name", e.Type)
 	}
 	e.Object = obj
-	if ns := m.GetNamespace(); ns != "" {
-		e.Key = ns + "/" + m.GetName()
-	} else {
-		e.Key = m.GetName()
-	}
+	e.Key = objectKey(m)
 	return nil
 }
 
@@ -50,8 +47,13 @@ func ItemKey(obj any) (key, resourceVersion string, err error) {
 	if m.GetName() == "" {
 		return "", "", fmt.Errorf("list item without a name")
 	}
+	return objectKey(m), m.GetResourceVersion(), nil
+}
+
+// objectKey is the namespace/name key of an object: "name" for a cluster-scoped one.
+func objectKey(m metav1.Object) string {
 	if ns := m.GetNamespace(); ns != "" {
-		return ns + "/" + m.GetName(), m.GetResourceVersion(), nil
+		return ns + "/" + m.GetName()
 	}
-	return m.GetName(), m.GetResourceVersion(), nil
+	return m.GetName()
 }
