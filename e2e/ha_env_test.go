@@ -68,13 +68,12 @@ func stopSharedHA() {
 type haMeter struct {
 	base http.RoundTripper
 
-	mu                    sync.Mutex
-	lists, listPages      int // whole LISTs (first pages) and continuation pages
-	watches, watchLists   int // WATCHes, and watch-lists (sendInitialEvents: a full-state transfer)
-	first                 chan struct{}
-	firstOnce             sync.Once
-	statuses              map[string]int // "kind code" → responses
-	tooLarge, gone, other int
+	mu                  sync.Mutex
+	lists               int // whole LISTs (first pages; continuation pages are not counted)
+	watches, watchLists int // WATCHes, and watch-lists (sendInitialEvents: a full-state transfer)
+	first               chan struct{}
+	firstOnce           sync.Once
+	statuses            map[string]int // "kind code" → responses
 }
 
 func newHAMeter(base http.RoundTripper) *haMeter {
@@ -95,7 +94,6 @@ func (m *haMeter) RoundTrip(req *http.Request) (*http.Response, error) {
 			m.watches++
 			kind = "watch"
 		case q.Get("continue") != "":
-			m.listPages++
 			kind = "page"
 		default:
 			m.lists++
@@ -121,8 +119,8 @@ func (m *haMeter) RoundTrip(req *http.Request) (*http.Response, error) {
 func (m *haMeter) WrappedRoundTripper() http.RoundTripper { return m.base }
 
 type haCounts struct {
-	fullState, lists, watchLists, watches int
-	statuses                              map[string]int
+	lists, watchLists, watches int
+	statuses                   map[string]int
 }
 
 func (m *haMeter) counts() haCounts {
@@ -132,7 +130,7 @@ func (m *haMeter) counts() haCounts {
 	for k, v := range m.statuses {
 		st[k] = v
 	}
-	return haCounts{fullState: m.lists + m.watchLists, lists: m.lists, watchLists: m.watchLists, watches: m.watches, statuses: st}
+	return haCounts{lists: m.lists, watchLists: m.watchLists, watches: m.watches, statuses: st}
 }
 
 // sighting is a resourceVersion a store came to hold for a key, and when.
@@ -359,12 +357,16 @@ func startHAWriter(t *testing.T, h *apiserver.HA, ns string, objects int, every 
 // haFigures is one kind of reflector's account of a scenario, summed over its members but for
 // the longest stale time, which is the longest any of them had.
 type haFigures struct {
-	members                               int
-	fullState, lists, watchLists, watches int
-	longestStale                          time.Duration
-	statuses                              map[string]int
-	causes                                map[string]int
+	members                    int
+	lists, watchLists, watches int
+	longestStale               time.Duration
+	statuses                   map[string]int
+	causes                     map[string]int
 }
+
+// fullState is how many times the members transferred the full state: whole LISTs and
+// watch-lists.
+func (f haFigures) fullState() int { return f.lists + f.watchLists }
 
 // haScenario runs the fault under writes with members reflectors of each kind (interleaved, so
 // that HAProxy's round robin puts one of each kind on each kube-apiserver) and returns each
@@ -414,7 +416,6 @@ func haScenario(t *testing.T, name string, members int, fault func(ctx context.C
 		f := out[m.kind]
 		c := m.meter.counts()
 		f.members++
-		f.fullState += c.fullState
 		f.lists += c.lists
 		f.watchLists += c.watchLists
 		f.watches += c.watches
@@ -443,11 +444,11 @@ func haScenario(t *testing.T, name string, members int, fault func(ctx context.C
 	for _, kind := range []string{"rewatch", "client-go"} {
 		f := out[kind]
 		t.Logf("%s: %-9s ×%d: full-state transfers %d (LIST %d, watch-list %d), WATCH requests %d, longest stale %s; responses %v; causes %v",
-			name, kind, f.members, f.fullState, f.lists, f.watchLists, f.watches, f.longestStale.Round(time.Millisecond), f.statuses, f.causes)
+			name, kind, f.members, f.fullState(), f.lists, f.watchLists, f.watches, f.longestStale.Round(time.Millisecond), f.statuses, f.causes)
 		resultsMu.Lock()
 		results = append(results, result{scenario: "HA: " + name, backend: "3 kube-apiservers + HAProxy, " + kind,
 			lists: f.lists + f.watchLists, watches: f.watches,
-			note: fmt.Sprintf("%d members; full-state transfers %d; longest stale %s", f.members, f.fullState, f.longestStale.Round(time.Millisecond))})
+			note: fmt.Sprintf("%d members; full-state transfers %d; longest stale %s", f.members, f.fullState(), f.longestStale.Round(time.Millisecond))})
 		resultsMu.Unlock()
 	}
 	return out

@@ -78,6 +78,6 @@ func TestHALoadBalancerReloadedWithoutBackend(t *testing.T) {
 // more often than client-go in the same run.
 func requireHATargets(t *testing.T, figs map[string]haFigures) {
 	t.Helper()
-	require.LessOrEqual(t, figs["rewatch"].fullState, figs["client-go"].fullState,
+	require.LessOrEqual(t, figs["rewatch"].fullState(), figs["client-go"].fullState(),
 		"rewatch's full-state transfers against client-go's")
 }
