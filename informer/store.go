@@ -98,16 +98,11 @@ func (s *store) Replace(items []any, resourceVersion string) error {
 		}
 		keys[key] = struct{}{}
 		old, exists, err := s.indexer.GetByKey(key)
-		switch {
-		case err != nil:
+		if err != nil {
 			return err
-		case initial && !exists:
-			notes = append(notes, notification{kind: notifyAdd, obj: obj, initial: true})
-		case exists && driver.SameVersion(old, obj):
-		case exists:
-			notes = append(notes, notification{kind: notifyUpdate, old: old, obj: obj})
-		default:
-			notes = append(notes, notification{kind: notifyAdd, obj: obj})
+		}
+		if n, changed := stateChange(old, exists, obj, initial); changed {
+			notes = append(notes, n)
 		}
 	}
 	for _, key := range s.indexer.ListKeys() {
@@ -126,6 +121,21 @@ func (s *store) Replace(items []any, resourceVersion string) error {
 	}
 	inf.markSynced()
 	return nil
+}
+
+// stateChange is the notification a full state's obj makes against old, the object the
+// indexer holds for its key (exists false: none): an add, isInInitialList while the informer
+// has not synced, or an update; changed is false for an object whose resourceVersion did not
+// change, which is no update (docs/semantics.md, "Relists").
+func stateChange(old any, exists bool, obj any, initial bool) (n notification, changed bool) {
+	switch {
+	case !exists:
+		return notification{kind: notifyAdd, obj: obj, initial: initial}, true
+	case driver.SameVersion(old, obj):
+		return notification{}, false
+	default:
+		return notification{kind: notifyUpdate, old: old, obj: obj}, true
+	}
 }
 
 // BeginReplace applies a full state item by item (driver.IncrementalStore): each object goes
@@ -161,21 +171,17 @@ func (r *replacement) Put(item any) error {
 	inf := s.informer()
 	r.seen[key] = struct{}{}
 	old, exists, err := s.indexer.GetByKey(key)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case exists && driver.SameVersion(old, obj):
+	}
+	n, changed := stateChange(old, exists, obj, !inf.synced.Load())
+	if !changed {
 		return nil
 	}
 	if err := s.indexer.Update(obj); err != nil {
 		return err
 	}
-	switch {
-	case exists:
-		inf.distribute(notification{kind: notifyUpdate, old: old, obj: obj})
-	default:
-		inf.distribute(notification{kind: notifyAdd, obj: obj, initial: !inf.synced.Load()})
-	}
+	inf.distribute(n)
 	return nil
 }
 
