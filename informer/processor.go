@@ -30,11 +30,11 @@ type processor struct {
 	free chan *chunk
 
 	// mu guards the set of listeners and their lifecycle; the informer's mu, where both are
-	// taken, is taken first.
+	// taken, is taken first. Handlers added once the informer stopped are refused by the
+	// informer, under its mu, before they reach add.
 	mu        sync.Mutex
 	listeners map[*listener]struct{}
 	running   bool
-	stopped   bool
 	wg        sync.WaitGroup
 }
 
@@ -165,14 +165,11 @@ func (p *processor) run(ctx context.Context, lock sync.Locker) {
 	}
 }
 
-// add registers l, and starts it if the informer runs.
+// add registers l, and starts it if the informer runs; the informer's mu is held and it has
+// not stopped.
 func (p *processor) add(l *listener) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped {
-		l.shutdown()
-		return
-	}
 	p.listeners[l] = struct{}{}
 	if p.running {
 		p.start(l)
@@ -215,7 +212,7 @@ func (p *processor) startAll() {
 // never ran is finished at once, so that every registration's ShutdownChan closes.
 func (p *processor) stopAll() {
 	p.mu.Lock()
-	p.running, p.stopped = false, true
+	p.running = false
 	for l := range p.listeners {
 		l.shutdown()
 	}
