@@ -77,8 +77,8 @@ type listener struct {
 	syncOnce   sync.Once
 }
 
-// segment is the part of a shared chunk owed to one listener: notes, the first of which has
-// sequence number first.
+// segment is a range of a shared chunk: notes, the first of which has sequence number first.
+// The processor hands spans of it out; a listener queues the part owed to it.
 type segment struct {
 	c     *chunk
 	notes []notification
@@ -99,7 +99,7 @@ func (l *listener) push(s span) {
 	if last := s.first + uint64(len(s.notes)) - 1; last < l.from {
 		return
 	}
-	seg := segment{c: s.c, notes: s.notes, first: s.first}
+	seg := s.segment
 	if seg.first < l.from {
 		seg.notes, seg.first = seg.notes[l.from-seg.first:], l.from
 	}

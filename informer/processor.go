@@ -109,30 +109,33 @@ func (p *processor) enqueue(n notification) {
 	}
 }
 
-// span is a range of a chunk to hand to the listeners: notes, whose first sequence number is
-// first. done marks a full chunk's last range, after which the processor lets go of it. The
-// slice is taken under the informer's mu: the store path may be appending to the chunk while
-// listeners read what came before.
+// span is a range of a chunk to hand to the listeners. done marks a full chunk's last range,
+// after which the processor lets go of it. The slice is taken under the informer's mu: the
+// store path may be appending to the chunk while listeners read what came before.
 type span struct {
-	c     *chunk
-	notes []notification
-	first uint64
-	done  bool
+	segment
+	done bool
 }
 
 // take returns the ranges filled since the last take; the informer's mu is held.
 func (p *processor) take(spans []span) []span {
 	for _, c := range p.full {
-		spans = append(spans, span{c: c, notes: c.notes[c.handed:], first: c.first + uint64(c.handed), done: true})
-		c.handed = len(c.notes)
+		spans = append(spans, span{segment: c.handOut(), done: true})
 	}
 	clear(p.full)
 	p.full = p.full[:0]
 	if c := p.cur; c != nil && c.handed < len(c.notes) {
-		spans = append(spans, span{c: c, notes: c.notes[c.handed:], first: c.first + uint64(c.handed)})
-		c.handed = len(c.notes)
+		spans = append(spans, span{segment: c.handOut()})
 	}
 	return spans
+}
+
+// handOut returns the part of c not handed out yet, which is handed out now; the informer's
+// mu is held.
+func (c *chunk) handOut() segment {
+	s := segment{c: c, notes: c.notes[c.handed:], first: c.first + uint64(c.handed)}
+	c.handed = len(c.notes)
+	return s
 }
 
 // run hands what is queued to the listeners until ctx is done. lock is the informer's mu.
