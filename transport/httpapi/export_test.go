@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -81,9 +80,4 @@ func DecodeListBothWaysForTest(decoder, mediaType string, body []byte) (streamed
 	}
 	whole.Items, whole.RV, whole.Continue, whole.Err = decodeWhole(body)
 	return streamed, whole
-}
-
-// WatchWithSilenceForTest is Watch with a silence bound given directly.
-func (t *Transport) WatchWithSilenceForTest(ctx context.Context, c fsm.Command, silence time.Duration, emit func(fsm.Event) bool) {
-	t.watch(ctx, c, silence, emit)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -148,18 +147,15 @@ func (b *listBody) Read(p []byte) (int, error) {
 }
 
 // Watch opens the watch c asks for and emits what happens — EvWatchOpenFailed, or EvWatchOpened
-// and then the stream's events — until the stream ends, emit returns false or ctx is done.
+// and then the stream's events — until the stream ends, emit returns false or ctx is done. A
+// watch that has delivered nothing — not its response headers, not a frame — for longer than
+// c.SilenceBound is ended, and reported as a Timeout failure carrying a transport.SilentError
+// (docs/semantics.md, "silent watch").
 func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
 	if c.FreshConnection {
 		closeIdleConnections(t.cfg.Client)
 	}
-	t.watch(ctx, c, c.SilenceBound, emit)
-}
-
-// watch is Watch with the silence bound given: a watch that has delivered nothing — not its
-// response headers, not a frame — for longer than silence is ended, and reported as a
-// Timeout failure carrying a transport.SilentError (docs/semantics.md, "silent watch").
-func (t *Transport) watch(ctx context.Context, c fsm.Command, silence time.Duration, emit func(fsm.Event) bool) {
+	silence := c.SilenceBound
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sw := transport.WatchSilence(t.cfg.Clock, silence, func() { cancel(&transport.SilentError{Bound: silence}) })

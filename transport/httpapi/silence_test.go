@@ -44,7 +44,7 @@ func watchSilently(t *testing.T, h http.Handler, bound time.Duration, before int
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tr.WatchWithSilenceForTest(t.Context(), fsm.Command{Kind: fsm.CmdOpenWatch, Request: 2, ResourceVersion: "10"}, bound, func(e fsm.Event) bool {
+		tr.Watch(t.Context(), fsm.Command{Kind: fsm.CmdOpenWatch, Request: 2, ResourceVersion: "10", SilenceBound: bound}, func(e fsm.Event) bool {
 			mu.Lock()
 			events = append(events, e)
 			mu.Unlock()
@@ -106,7 +106,7 @@ func TestStoppedWatchIsNotSilent(t *testing.T) {
 	tr := transportFor(t, stalling(1, false), func(c *httpapi.Config) { c.Decoder = httpapi.Unstructured() })
 	ctx, cancel := context.WithCancel(t.Context())
 	var events []fsm.Event
-	tr.WatchWithSilenceForTest(ctx, fsm.Command{Kind: fsm.CmdOpenWatch, Request: 2}, time.Hour, func(e fsm.Event) bool {
+	tr.Watch(ctx, fsm.Command{Kind: fsm.CmdOpenWatch, Request: 2, SilenceBound: time.Hour}, func(e fsm.Event) bool {
 		events = append(events, e)
 		if e.Kind == fsm.EvWatchEvent {
 			cancel()

@@ -3,7 +3,6 @@ package listwatch
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,15 +113,11 @@ func (t *Transport) list(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
 }
 
 // Watch opens the watch c asks for and emits its events until the result channel closes, an
-// Error event ends it, emit refuses, or ctx is done.
-func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
-	t.watch(ctx, c, c.SilenceBound, emit)
-}
-
-// watch is Watch with the silence bound given: a watch that has delivered nothing for longer
-// than silence is stopped and reported as a Timeout failure carrying a
+// Error event ends it, emit refuses, or ctx is done. A watch that has delivered nothing for
+// longer than c.SilenceBound is stopped and reported as a Timeout failure carrying a
 // transport.SilentError (docs/semantics.md, "silent watch").
-func (t *Transport) watch(ctx context.Context, c fsm.Command, silence time.Duration, emit func(fsm.Event) bool) {
+func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
+	silence := c.SilenceBound
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sw := transport.WatchSilence(t.clock, silence, func() { cancel(&transport.SilentError{Bound: silence}) })

@@ -31,7 +31,7 @@ func TestSilentWatchIsStopped(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tr.WatchWithSilenceForTest(t.Context(), fsm.Command{Kind: fsm.CmdOpenWatch, Request: 2}, 8*time.Second, func(e fsm.Event) bool {
+		tr.Watch(t.Context(), fsm.Command{Kind: fsm.CmdOpenWatch, Request: 2, SilenceBound: 8 * time.Second}, func(e fsm.Event) bool {
 			mu.Lock()
 			events = append(events, e)
 			mu.Unlock()
