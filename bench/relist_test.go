@@ -352,7 +352,7 @@ func benchRelist(b *testing.B, d *relistData, runner relistRunner) {
 		waitFor(b, func() bool { return r.lastRV() == relistRV1 }, "relist")
 		b.StopTimer()
 		peakLive := sample()
-		peakRSS := rssKiB("VmHWM:")
+		peakRSS := peakRSSKiB()
 		if r.handler != nil {
 			settle(r.handler)
 			noop += float64(r.handler.noop.Load())
