@@ -543,19 +543,18 @@ func (t *serverTotals) restart(ctx context.Context, i int, admin *http.Client) e
 	return nil
 }
 
-// requestsNow is the configmap requests every kube-apiserver has counted (those restarting
-// left out), for the sampled rate.
+// requestsNow is the configmap requests every kube-apiserver has counted, for the sampled
+// rate; false while one of them is restarting (its counter would start afresh).
 func (t *serverTotals) requestsNow(ctx context.Context, admin *http.Client) (float64, bool) {
-	total, ok := 0.0, true
+	total := 0.0
 	for _, p := range t.procs {
 		m, err := scrapeMetrics(ctx, admin, p.URL())
 		if err != nil {
-			ok = false // restarting
-			continue
+			return 0, false // the sample is dropped: the others need not be read
 		}
 		total += m.sum("apiserver_request_total", map[string]string{"resource": "configmaps"})
 	}
-	return total, ok
+	return total, true
 }
 
 // settledVersionsIn reads the server's state until two reads two seconds apart agree (at most
