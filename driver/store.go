@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Store is what the reflector keeps in sync. Its method set is that of client-go's cache.Store
@@ -54,8 +55,12 @@ func SameVersion(old, obj any) bool {
 	if err != nil {
 		return false
 	}
-	rv := n.GetResourceVersion()
-	return rv != "" && rv == o.GetResourceVersion()
+	return sameVersion(o, n)
+}
+
+func sameVersion(old, obj metav1.Object) bool {
+	rv := obj.GetResourceVersion()
+	return rv != "" && rv == old.GetResourceVersion()
 }
 
 // KeyOf is the namespace/name key client-go's MetaNamespaceKeyFunc computes: "name" for
@@ -177,19 +182,23 @@ type memReplacement struct {
 // Put stores obj in the new generation. An object of the resourceVersion already stored keeps
 // the stored copy, so the decoded duplicate is garbage at once instead of replacing an equal
 // object.
+//
+// Each object's metadata is read once: this runs for every item of every relist.
 func (r *memReplacement) Put(obj any) error {
-	n, err := nameOf(obj)
+	m, err := meta.Accessor(obj)
 	if err != nil {
-		return err
+		return fmt.Errorf("object has no metadata: %w", err)
 	}
+	n := objectName{m.GetNamespace(), m.GetName()}
 	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.items[n]; ok && SameVersion(old.obj, obj) {
-		// Keyed by the stored object's own strings: assigning to an existing key stores the
-		// key given, which would keep the duplicate's name alive.
-		obj = old.obj
-		n, _ = nameOf(obj)
+	if old, ok := s.items[n]; ok {
+		if om, err := meta.Accessor(old.obj); err == nil && sameVersion(om, m) {
+			// Keyed by the stored object's own strings: assigning to an existing key stores
+			// the key given, which would keep the duplicate's name alive.
+			obj, n = old.obj, objectName{om.GetNamespace(), om.GetName()}
+		}
 	}
 	s.items[n] = memEntry{obj, r.gen}
 	return nil
