@@ -377,16 +377,25 @@ func (s *scriptedTransport) begin(c fsm.Command) *scriptedCall {
 }
 
 func (s *scriptedTransport) List(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
-	s.serve(ctx, c, emit, func(e fsm.Event) bool { return e.Kind != fsm.EvListItem })
+	s.serve(ctx, c, emit)
 }
 
 func (s *scriptedTransport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
-	s.serve(ctx, c, emit, func(e fsm.Event) bool { return e.Kind == fsm.EvWatchEnded || e.Kind == fsm.EvWatchOpenFailed })
+	s.serve(ctx, c, emit)
 }
 
-// serve begins the call c and emits the answers the script gives it until one is final. When
+// endsCall says whether answer e is the last of a call for c: anything but an item ends a
+// LIST, a stream end or a failed open ends a watch.
+func endsCall(c fsm.Command, e fsm.Event) bool {
+	if c.Kind == fsm.CmdListPage {
+		return e.Kind != fsm.EvListItem
+	}
+	return e.Kind == fsm.EvWatchEnded || e.Kind == fsm.EvWatchOpenFailed
+}
+
+// serve begins the call c and emits the answers the script gives it until one ends it. When
 // emit refuses an answer or ctx ends first, it closes the call's ended instead.
-func (s *scriptedTransport) serve(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool, final func(fsm.Event) bool) {
+func (s *scriptedTransport) serve(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
 	call := s.begin(c)
 	for {
 		select {
@@ -395,7 +404,7 @@ func (s *scriptedTransport) serve(ctx context.Context, c fsm.Command, emit func(
 				close(call.ended)
 				return
 			}
-			if final(e) {
+			if endsCall(c, e) {
 				return
 			}
 		case <-ctx.Done():
@@ -421,7 +430,7 @@ func (s *scriptedTransport) answer(e fsm.Event) error {
 	case call.cmd.Kind == fsm.CmdOpenWatch && (e.Kind == fsm.EvListPage || e.Kind == fsm.EvListFailed || e.Kind == fsm.EvListItem):
 		return fmt.Errorf("request %d is a watch; it cannot be answered with %s", e.Request, e.Kind)
 	}
-	if call.cmd.Kind == fsm.CmdListPage && e.Kind != fsm.EvListItem || e.Kind == fsm.EvWatchEnded || e.Kind == fsm.EvWatchOpenFailed {
+	if endsCall(call.cmd, e) {
 		call.open = false
 	}
 	call.answers <- e
