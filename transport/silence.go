@@ -72,6 +72,18 @@ func WatchSilence(clock clockx.Clock, bound time.Duration, onSilent func()) *Sil
 	return w
 }
 
+// WithSilence is ctx ended, with a *SilentError as its cause, once bound has passed on clock
+// without a Frame told to the SilenceWatch it also returns (a bound ≤ 0: never). stop ends the
+// watch and then the context; a watch defers it.
+func WithSilence(ctx context.Context, clock clockx.Clock, bound time.Duration) (_ context.Context, _ *SilenceWatch, stop func()) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	w := WatchSilence(clock, bound, func() { cancel(&SilentError{Bound: bound}) })
+	return sctx, w, func() {
+		w.Stop()
+		cancel(nil)
+	}
+}
+
 // Frame records that the stream delivered a frame.
 func (w *SilenceWatch) Frame() {
 	if w != nil {

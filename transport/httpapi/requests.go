@@ -155,11 +155,8 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 	if c.FreshConnection {
 		closeIdleConnections(t.cfg.Client)
 	}
-	silence := c.SilenceBound
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sw := transport.WatchSilence(t.cfg.Clock, silence, func() { cancel(&transport.SilentError{Bound: silence}) })
-	defer sw.Stop()
+	rctx, sw, stop := transport.WithSilence(ctx, t.cfg.Clock, c.SilenceBound)
+	defer stop()
 	resp, err := t.get(rctx, &c)
 	if err != nil {
 		if ctx.Err() == nil {

@@ -117,11 +117,8 @@ func (t *Transport) list(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
 // longer than c.SilenceBound is stopped and reported as a Timeout failure carrying a
 // transport.SilentError (docs/semantics.md, "silent watch").
 func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
-	silence := c.SilenceBound
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sw := transport.WatchSilence(t.clock, silence, func() { cancel(&transport.SilentError{Bound: silence}) })
-	defer sw.Stop()
+	rctx, sw, stop := transport.WithSilence(ctx, t.clock, c.SilenceBound)
+	defer stop()
 	w, err := t.lw.WatchWithContext(rctx, t.options(&c))
 	if err != nil {
 		if ctx.Err() == nil {
