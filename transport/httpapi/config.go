@@ -90,6 +90,10 @@ func (c Config) effectiveDecoder() Decoder {
 
 func (c Config) withDefaults() Config {
 	c.Decoder = c.effectiveDecoder()
+	if u, ok := c.Decoder.(unstructuredDecoder); ok {
+		u.apiVersion = c.Resource.groupVersion()
+		c.Decoder = u
+	}
 	if _, ok := c.Decoder.(metadataDecoder); ok {
 		// Asking for PartialObjectMetadata costs nothing and is what makes protobuf possible
 		// for every resource: a full custom resource is never served in protobuf.

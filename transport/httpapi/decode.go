@@ -33,7 +33,9 @@ type Decoder interface {
 // and JSON, which every server serves.
 func Unstructured() Decoder { return unstructuredDecoder{} }
 
-type unstructuredDecoder struct{}
+// unstructuredDecoder's apiVersion is the group and version the transport asks for, which the
+// items of a CBOR list take when the list's own apiVersion comes after them (list_cbor.go).
+type unstructuredDecoder struct{ apiVersion string }
 
 func (unstructuredDecoder) MediaTypes() []string { return []string{MediaCBOR, MediaJSON} }
 

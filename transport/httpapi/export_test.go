@@ -46,7 +46,7 @@ type ListResultForTest struct {
 }
 
 // DecodeListBothWaysForTest decodes a LIST body in the given media type with the named
-// decoder ("typed", "metadata", "unstructured") item by item from a stream and in one piece,
+// decoder ("typed", "metadata", "unstructured", "unstructured-v1") item by item from a stream and in one piece,
 // so that a test can hold the two to the same result.
 func DecodeListBothWaysForTest(decoder, mediaType string, body []byte) (streamed, whole ListResultForTest) {
 	var d ListStreamDecoder
@@ -58,7 +58,13 @@ func DecodeListBothWaysForTest(decoder, mediaType string, body []byte) (streamed
 	case "metadata":
 		d, decodeWhole = metadataDecoder{}, func(b []byte) ([]any, string, string, error) { return decodeWholeMetadataList(mediaType, b) }
 	default:
-		d, decodeWhole = unstructuredDecoder{}, func(b []byte) ([]any, string, string, error) {
+		// "unstructured-v1" is the decoder a transport for a core resource builds: it knows
+		// the apiVersion it asked for.
+		u := unstructuredDecoder{}
+		if decoder == "unstructured-v1" {
+			u.apiVersion = "v1"
+		}
+		d, decodeWhole = u, func(b []byte) ([]any, string, string, error) {
 			var l unstructured.UnstructuredList
 			if err := decodeUnstructured(mediaType, b, &l); err != nil {
 				return nil, "", "", err
@@ -80,4 +86,10 @@ func DecodeListBothWaysForTest(decoder, mediaType string, body []byte) (streamed
 	}
 	whole.Items, whole.RV, whole.Continue, whole.Err = decodeWhole(body)
 	return streamed, whole
+}
+
+// DecodeUnstructuredListStreamForTest is the Unstructured decoder of a transport that asked for
+// apiVersion, reading a LIST body item by item.
+func DecodeUnstructuredListStreamForTest(apiVersion, mediaType string, body io.Reader, item func(any) error) (string, string, error) {
+	return unstructuredDecoder{apiVersion: apiVersion}.DecodeListStream(mediaType, body, item)
 }

@@ -220,11 +220,16 @@ func (wholeMetadataDecoder) DecodeList(mediaType string, body []byte) ([]any, st
 	return decodeWholeMetadataList(mediaType, body)
 }
 
-func (unstructuredDecoder) DecodeListStream(mediaType string, body io.Reader, item func(any) error) (string, string, error) {
-	if mediaType != MediaJSON {
-		// CBOR lists are decoded in one piece: apimachinery's CBOR decoding has no streaming
-		// form, and kube-apiserver serves CBOR only behind a feature gate.
-		return decodeWholeBody(unstructuredDecoder{}, mediaType, body, item)
+func (d unstructuredDecoder) DecodeListStream(mediaType string, body io.Reader, item func(any) error) (string, string, error) {
+	if err := only(mediaType, MediaCBOR, MediaJSON); err != nil {
+		return "", "", err
+	}
+	if mediaType == MediaCBOR {
+		l, err := streamCBORList(body, d.apiVersion, item)
+		if err != nil {
+			return "", "", err
+		}
+		return l.resourceVersion, l.cont, nil
 	}
 	l, err := streamJSONList(body, func(l *jsonList, raw []byte) error {
 		obj, err := decodeUnstructuredItem(l, raw)

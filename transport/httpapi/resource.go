@@ -51,6 +51,14 @@ func (r Resource) String() string {
 	return s
 }
 
+// groupVersion is the apiVersion the server answers in: "v1", or "group/version".
+func (r Resource) groupVersion() string {
+	if r.Group == "" {
+		return r.Version
+	}
+	return r.Group + "/" + r.Version
+}
+
 // Path is the collection's URL path.
 func (r Resource) Path() string {
 	p := "/api/" + r.Version

@@ -1,0 +1,451 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
+)
+
+// A CBOR LIST body is read as it arrives, like a JSON one (docs/design.md, "Streaming LIST
+// decode"): the list's own fields are read one data item at a time, and each element of
+// "items" is copied whole into one reused buffer and decoded before the next is read.
+// apimachinery's CBOR decoding has no streaming form, so the reader below only finds where
+// each data item ends (RFC 8949's well-formedness rules); every item is then decoded by
+// apimachinery's own serializer, wrapped as a one-item list, so that an item comes out exactly
+// as the whole list's decode would give it — the same numbers, the same kind and apiVersion
+// taken from the list, the same errors.
+//
+// kube-apiserver writes CBOR with its map keys in bytewise order, so a list's "kind" comes
+// first, then "items", "metadata" and, last, "apiVersion". An item of a built-in type carries
+// no apiVersion and takes the list's, which arrives after it: such items take the group and
+// version the request asked for (the server answers in it), and a list whose apiVersion turns
+// out to differ fails. An item that needs the list's kind before it is known is held,
+// undecoded, until the end of the body, as in a JSON list.
+
+// cborMaxNesting bounds how deep the reader follows arrays, maps and tags, so that a hostile
+// body cannot exhaust the stack; apimachinery's decoder allows 64 levels.
+const cborMaxNesting = 64
+
+// cborList is what a CBOR list says about itself.
+type cborList struct {
+	apiVersion, kind      string
+	resourceVersion, cont string
+}
+
+// streamCBORList reads a CBOR list from body and calls item with each element of "items",
+// decoded, in order. asked is the apiVersion the request asked for ("" if unknown).
+func streamCBORList(body io.Reader, asked string, item func(any) error) (*cborList, error) {
+	r := &cborReader{r: bufio.NewReaderSize(body, 32<<10)}
+	if err := r.skipSelfDescribed(); err != nil {
+		return nil, err
+	}
+	entries, err := r.header(cborMap)
+	if err != nil {
+		return nil, err
+	}
+	l := &cborList{}
+	var (
+		pending  [][]byte
+		assumed  string // the apiVersion items were decoded with before the list's arrived
+		n        int
+		key, raw []byte
+	)
+	decodeItem := func(raw []byte) error {
+		apiVersion := l.apiVersion
+		if apiVersion == "" {
+			apiVersion, assumed = asked, asked
+		}
+		obj, err := decodeCBORListItem(l.kind, apiVersion, raw)
+		if err != nil {
+			return err
+		}
+		return item(obj)
+	}
+	for i := 0; entries < 0 || i < entries; i++ {
+		if entries < 0 {
+			if end, err := r.atBreak(); err != nil || end {
+				if err != nil {
+					return nil, err
+				}
+				break
+			}
+		}
+		if key, err = r.item(key[:0], 0); err != nil {
+			return nil, err
+		}
+		var name string
+		if err := direct.Unmarshal(key, &name); err != nil {
+			return nil, fmt.Errorf("a key of the list is not a string: %w", err)
+		}
+		switch name {
+		case "kind", "apiVersion":
+			if raw, err = r.item(raw[:0], 0); err == nil {
+				s := &l.kind
+				if name == "apiVersion" {
+					s = &l.apiVersion
+				}
+				err = cborString(raw, s)
+			}
+		case "metadata":
+			if raw, err = r.item(raw[:0], 0); err == nil {
+				err = l.readMeta(raw)
+			}
+		case "items":
+			err = r.eachElement(&raw, func(raw []byte) error {
+				defer func() { n++ }()
+				if l.kind == "" || (l.apiVersion == "" && asked == "") {
+					pending = append(pending, bytes.Clone(raw))
+					return nil
+				}
+				return itemError(n, decodeItem(raw))
+			})
+		default:
+			raw, err = r.item(raw[:0], 0)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("field %q: %w", name, err)
+		}
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	if l.kind == "" {
+		return nil, errors.New("Object 'Kind' is missing in the list")
+	}
+	if assumed != "" && l.apiVersion != assumed {
+		return nil, fmt.Errorf("the list's apiVersion is %q, but its items came before it and were read as the %q the request asked for", l.apiVersion, assumed)
+	}
+	for i, raw := range pending {
+		if err := itemError(i, decodeItem(raw)); err != nil {
+			return nil, err
+		}
+		pending[i] = nil
+	}
+	return l, nil
+}
+
+func (l *cborList) readMeta(raw []byte) error {
+	var m map[string]any
+	if err := direct.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	l.resourceVersion, _, _ = unstructured.NestedString(m, "resourceVersion")
+	l.cont, _, _ = unstructured.NestedString(m, "continue")
+	return nil
+}
+
+func cborString(raw []byte, s *string) error {
+	var v any
+	if err := direct.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case string:
+		*s = v
+	case nil:
+		*s = ""
+	default:
+		return fmt.Errorf("is %T, not a string", v)
+	}
+	return nil
+}
+
+// decodeCBORListItem decodes one item of a CBOR list with apimachinery's serializer, as the
+// one item of a list of the given kind and apiVersion.
+func decodeCBORListItem(kind, apiVersion string, raw []byte) (*unstructured.Unstructured, error) {
+	var b bytes.Buffer
+	b.Grow(len(raw) + len(kind) + len(apiVersion) + 32)
+	b.Write(cborMagic)
+	b.WriteByte(cborMap<<5 | 3)
+	for _, kv := range [][2]string{{"kind", kind}, {"apiVersion", apiVersion}} {
+		writeCBORText(&b, kv[0])
+		writeCBORText(&b, kv[1])
+	}
+	writeCBORText(&b, "items")
+	b.WriteByte(cborArray<<5 | 1)
+	b.Write(raw)
+	var l unstructured.UnstructuredList
+	if err := decodeCBOR(b.Bytes(), &l); err != nil {
+		return nil, err
+	}
+	if len(l.Items) != 1 {
+		return nil, fmt.Errorf("decoded %d objects from one item", len(l.Items))
+	}
+	return &unstructured.Unstructured{Object: l.Items[0].Object}, nil
+}
+
+func writeCBORText(b *bytes.Buffer, s string) {
+	writeCBORHead(b, cborText, uint64(len(s)))
+	b.WriteString(s)
+}
+
+func writeCBORHead(b *bytes.Buffer, major byte, n uint64) {
+	switch {
+	case n < 24:
+		b.WriteByte(major<<5 | byte(n))
+	case n <= math.MaxUint8:
+		b.WriteByte(major<<5 | 24)
+		b.WriteByte(byte(n))
+	case n <= math.MaxUint16:
+		b.WriteByte(major<<5 | 25)
+		b.Write(binary.BigEndian.AppendUint16(nil, uint16(n)))
+	case n <= math.MaxUint32:
+		b.WriteByte(major<<5 | 26)
+		b.Write(binary.BigEndian.AppendUint32(nil, uint32(n)))
+	default:
+		b.WriteByte(major<<5 | 27)
+		b.Write(binary.BigEndian.AppendUint64(nil, n))
+	}
+}
+
+// CBOR's major types (RFC 8949, section 3.1).
+const (
+	cborUint byte = iota
+	cborNegInt
+	cborBytes
+	cborText
+	cborArray
+	cborMap
+	cborTag
+	cborSimple
+)
+
+const cborBreak = 0xff
+
+// cborReader reads CBOR data items from a stream, copying each one's bytes; it checks that
+// they are well formed, not what they mean.
+type cborReader struct {
+	r        *bufio.Reader
+	argBytes [8]byte
+}
+
+// skipSelfDescribed skips the self-described CBOR tag (55799) that kube-apiserver writes first.
+func (c *cborReader) skipSelfDescribed() error {
+	b, err := c.r.Peek(len(cborMagic))
+	if err == nil && bytes.Equal(b, cborMagic) {
+		_, err = c.r.Discard(len(cborMagic))
+		return err
+	}
+	if errors.Is(err, io.EOF) && len(b) > 0 {
+		err = nil // shorter than the tag: the header's read says what is wrong
+	}
+	return unexpectedEOF(err)
+}
+
+// header reads the head of a data item of the given major type and returns its count:
+// entries for a map, elements for an array; -1 for an indefinite length. A null counts as an
+// empty array or map, as apimachinery reads it.
+func (c *cborReader) header(major byte) (int, error) {
+	ib, err := c.r.ReadByte()
+	if err != nil {
+		return 0, unexpectedEOF(err)
+	}
+	if ib == cborSimple<<5|22 { // null
+		return 0, nil
+	}
+	if ib>>5 != major {
+		return 0, fmt.Errorf("is CBOR major type %d, not %d", ib>>5, major)
+	}
+	if ib&0x1f == 31 {
+		return -1, nil
+	}
+	n, err := c.argument(ib)
+	if err != nil {
+		return 0, err
+	}
+	if n > math.MaxInt32 {
+		return 0, fmt.Errorf("a CBOR length of %d", n)
+	}
+	return int(n), nil
+}
+
+// eachElement calls fn with each element of the array the reader is at, copied into *buf.
+func (c *cborReader) eachElement(buf *[]byte, fn func([]byte) error) error {
+	n, err := c.header(cborArray)
+	if err != nil {
+		return err
+	}
+	for i := 0; n < 0 || i < n; i++ {
+		if n < 0 {
+			end, err := c.atBreak()
+			if err != nil {
+				return err
+			}
+			if end {
+				return nil
+			}
+		}
+		if *buf, err = c.item((*buf)[:0], 0); err != nil {
+			return err
+		}
+		if err := fn(*buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// atBreak reports, inside an indefinite-length array or map, whether its end comes next, and
+// consumes it if so.
+func (c *cborReader) atBreak() (bool, error) {
+	b, err := c.r.Peek(1)
+	if err != nil {
+		return false, unexpectedEOF(err)
+	}
+	if b[0] != cborBreak {
+		return false, nil
+	}
+	_, err = c.r.Discard(1)
+	return true, err
+}
+
+// end checks that nothing follows the list.
+func (c *cborReader) end() error {
+	if _, err := c.r.Peek(1); !errors.Is(err, io.EOF) {
+		if err == nil {
+			err = errors.New("data after the list")
+		}
+		return err
+	}
+	return nil
+}
+
+// item appends the bytes of the next whole data item to buf.
+func (c *cborReader) item(buf []byte, depth int) ([]byte, error) {
+	if depth > cborMaxNesting {
+		return buf, fmt.Errorf("CBOR nested deeper than %d levels", cborMaxNesting)
+	}
+	ib, err := c.r.ReadByte()
+	if err != nil {
+		return buf, unexpectedEOF(err)
+	}
+	buf = append(buf, ib)
+	major, ai := ib>>5, ib&0x1f
+	if ai == 31 {
+		return c.indefinite(buf, major, depth)
+	}
+	n, err := c.argument(ib)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, c.argBytes[:argumentSize(ai)]...)
+	switch major {
+	case cborBytes, cborText:
+		return c.copyN(buf, n)
+	case cborArray, cborMap:
+		count := n
+		if major == cborMap {
+			if count > math.MaxUint64/2 {
+				return buf, fmt.Errorf("a CBOR map of %d entries", n)
+			}
+			count *= 2
+		}
+		for range count {
+			if buf, err = c.item(buf, depth+1); err != nil {
+				return buf, err
+			}
+		}
+	case cborTag:
+		return c.item(buf, depth+1)
+	}
+	return buf, nil
+}
+
+// indefinite appends an indefinite-length item whose initial byte is already in buf.
+func (c *cborReader) indefinite(buf []byte, major byte, depth int) ([]byte, error) {
+	switch major {
+	case cborBytes, cborText, cborArray, cborMap:
+	case cborSimple:
+		return buf, errors.New("a CBOR break outside an indefinite-length item")
+	default:
+		return buf, fmt.Errorf("CBOR major type %d cannot have an indefinite length", major)
+	}
+	for i := 0; ; i++ {
+		end, err := c.atBreak()
+		if err != nil {
+			return buf, err
+		}
+		if end {
+			if major == cborMap && i%2 == 1 {
+				return buf, errors.New("CBOR map ends between a key and its value")
+			}
+			return append(buf, cborBreak), nil
+		}
+		if major == cborBytes || major == cborText {
+			// Chunks of a string are definite strings of the same type.
+			if b, _ := c.r.Peek(1); len(b) == 1 && (b[0]>>5 != major || b[0]&0x1f == 31) {
+				return buf, errors.New("a chunk of an indefinite CBOR string is not a definite string of its type")
+			}
+		}
+		if buf, err = c.item(buf, depth+1); err != nil {
+			return buf, err
+		}
+	}
+}
+
+// argument reads the argument of an initial byte (RFC 8949, section 3) into c.argBytes and
+// returns its value; for a simple value or float it is the value's bits.
+func (c *cborReader) argument(ib byte) (uint64, error) {
+	ai := ib & 0x1f
+	if ai < 24 {
+		return uint64(ai), nil
+	}
+	size := argumentSize(ai)
+	if size == 0 {
+		return 0, fmt.Errorf("malformed CBOR: additional information %d", ai)
+	}
+	if _, err := io.ReadFull(c.r, c.argBytes[:size]); err != nil {
+		return 0, unexpectedEOF(err)
+	}
+	var n uint64
+	for _, b := range c.argBytes[:size] {
+		n = n<<8 | uint64(b)
+	}
+	return n, nil
+}
+
+// argumentSize is how many bytes follow an initial byte's additional information ai: 0 for
+// a value in ai itself, or for the reserved 28–30.
+func argumentSize(ai byte) int {
+	switch ai {
+	case 24:
+		return 1
+	case 25:
+		return 2
+	case 26:
+		return 4
+	case 27:
+		return 8
+	}
+	return 0
+}
+
+// copyN appends the next n bytes, reading them in chunks so that a hostile length cannot make
+// it allocate more than the body holds.
+func (c *cborReader) copyN(buf []byte, n uint64) ([]byte, error) {
+	for n > 0 {
+		chunk := int(min(n, 64<<10))
+		start := len(buf)
+		buf = slices.Grow(buf, chunk)[:start+chunk]
+		if _, err := io.ReadFull(c.r, buf[start:]); err != nil {
+			return buf, unexpectedEOF(err)
+		}
+		n -= uint64(chunk)
+	}
+	return buf, nil
+}
+
+func unexpectedEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
