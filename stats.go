@@ -23,6 +23,9 @@ type Stats struct {
 	// ListsAvoided counts watch failures answered by a re-watch where a relist-on-error
 	// reflector would have listed everything again.
 	ListsAvoided int
+	// Relists counts relists: listings of the synced store after the watch could not be
+	// resumed, each once however many requests it took (the machine's Snapshot.Relists).
+	Relists int
 	// BackingOff is the time spent waiting on backoff timers.
 	BackingOff time.Duration
 	// WatchEvents counts ADDED/MODIFIED/DELETED/BOOKMARK frames.
@@ -120,7 +123,7 @@ func (c *counter) observe(t driver.Transition) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := &c.st
-	st.State, st.LastResourceVersion = t.To, t.Snapshot.LastRV
+	st.State, st.LastResourceVersion, st.Relists = t.To, t.Snapshot.LastRV, t.Snapshot.Relists.Count
 	if t.Err != nil {
 		c.storeFailed = true
 	}

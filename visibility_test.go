@@ -274,6 +274,7 @@ func TestStatsShowAFailingRelist(t *testing.T) {
 	require.Equal(t, 500, st.ListFailing.Last.Code)
 	require.False(t, st.ListFailing.Since.IsZero())
 	require.True(t, st.Synced, "the store still holds the earlier state")
+	require.Equal(t, 1, st.Relists, "one relist, however many of its LISTs failed")
 
 	p.ClearRules()
 	require.Eventually(t, func() bool { return r.Stats().ListFailing == nil }, 10*time.Second, time.Millisecond, "a completed relist clears it")

@@ -25,6 +25,7 @@ func ExampleMermaid() {
 	// Watching --> Backoff : 410 again without progress ⇒ then Relisting
 	// Watching --> Backoff : 401 / 403 / 404 / other, first → re-WATCH after backoff ⇒ then Watching
 	// Watching --> Backoff : 401 / 403 / 404 / other, again ⇒ then Relisting
+	// Watching --> Backoff : relist held back by a relist rule ⇒ then Relisting
 }
 
 // EdgeLabel is what the edge of one row says.

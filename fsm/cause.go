@@ -4,7 +4,8 @@ package fsm
 // the trigger of the stateless machine and the label of a diagram edge.
 //
 // Everything that is per cause is declared once, in its CauseInfo (causeDecls below); where the
-// cause leads is fsm.Table's alone. docs/design.md, "How to add a cause".
+// cause leads is fsm.Table's alone, and so is whether it begins a relist (BeginsRelist).
+// docs/design.md, "How to add a cause".
 type Cause uint8
 
 const (
@@ -41,6 +42,7 @@ const (
 	CauseTooLargeRV
 	CauseWatchRejectedOnce
 	CauseWatchRejected
+	CauseRelistDeferred
 
 	// Backoff.
 	CauseRetryWatch
@@ -72,9 +74,6 @@ type CauseInfo struct {
 	// AvoidsList: the failure is answered by a re-watch where a relist-on-error reflector would
 	// have listed everything again (Stats.ListsAvoided).
 	AvoidsList Avoidance
-	// BeginsRelist: the cause ends a watch that cannot be resumed, so the synced store is
-	// listed again — at once (a row into Relisting) or after a wait (Then: Relisting).
-	BeginsRelist bool
 	// Accepted: the server took a request (answered a LIST page, opened a stream), so a
 	// Retry-After after it is a new rejection rather than a repeat (docs/semantics.md, "a
 	// repeated Retry-After").
@@ -147,7 +146,7 @@ var causeDecls = [numCauses]CauseInfo{
 	CauseInternalErrorInWindow: {ID: "internal-error-in-window", Label: "InternalError within window",
 		Classes: internalErrorsClass, Retry: true, AvoidsList: AvoidsList},
 	CauseInternalErrorPastWindow: {ID: "internal-error-past-window", Label: "InternalError past window → LIST at last RV",
-		Classes: internalErrorsClass, Retry: true, BeginsRelist: true},
+		Classes: internalErrorsClass, Retry: true},
 	CauseConnectFailed: {ID: "connect-failed", Label: "refused / reset / EOF before open",
 		Classes: ClassesOf(ClassTransport), Retry: true, AvoidsList: AvoidsList},
 	CauseStreamEnded: {ID: "stream-ended", Label: "stream end → re-WATCH at once",
@@ -155,23 +154,28 @@ var causeDecls = [numCauses]CauseInfo{
 	CauseStreamEndedQuickly: {ID: "stream-ended-quickly", Label: "repeated quick stream ends",
 		Retry: true, AvoidsList: AvoidsList},
 	CauseExpired: {ID: "expired", Label: "410 Gone / Expired → LIST at last RV",
-		Classes: ClassesOf(ClassExpired), Retry: true, BeginsRelist: true},
+		Classes: ClassesOf(ClassExpired), Retry: true},
 	CauseExpiredAgain: {ID: "expired-again", Label: "410 again without progress",
-		Classes: ClassesOf(ClassExpired), Retry: true, BeginsRelist: true},
+		Classes: ClassesOf(ClassExpired), Retry: true},
 	// A watch cache started after the resume RV (a kube-apiserver restarted behind a load
 	// balancer) answers the resume 410 where another kube-apiserver would not: one re-watch on
 	// a fresh connection first (docs/semantics.md, "behind a load balancer").
 	CauseExpiredYoungCache: {ID: "expired-young-cache", Label: "410 from a watch cache younger than the RV → re-WATCH on a fresh connection",
 		Classes: ClassesOf(ClassExpired), Retry: true, AvoidsList: AvoidsList},
 	CauseTooLargeRV: {ID: "too-large-rv", Label: "too large RV → LIST RV=\"\"",
-		Classes: ClassesOf(ClassTooLargeRV), Retry: true, BeginsRelist: true},
+		Classes: ClassesOf(ClassTooLargeRV), Retry: true},
 	// The first refusal since a watch was last accepted re-watches after the wait: right after
 	// an apiserver restart the authorizer may answer 403 before its caches have synced
 	// (docs/semantics.md, "watch refused").
 	CauseWatchRejectedOnce: {ID: "watch-rejected-once", Label: "401 / 403 / 404 / other, first → re-WATCH after backoff",
 		Classes: rejectedClasses, Retry: true, AvoidsList: AvoidsList},
 	CauseWatchRejected: {ID: "watch-rejected", Label: "401 / 403 / 404 / other, again",
-		Classes: rejectedClasses, Retry: true, BeginsRelist: true},
+		Classes: rejectedClasses, Retry: true},
+	// A relist the relist rules hold back (transitions' relistWait), whatever watch failure
+	// began it: the event says which. No rule holds one back unless configured
+	// (docs/semantics.md, "Relists").
+	CauseRelistDeferred: {ID: "relist-deferred", Label: "relist held back by a relist rule",
+		Retry: true},
 
 	CauseRetryWatch:  {ID: "retry-watch", Label: "timer → WATCH from last RV"},
 	CauseRetryRelist: {ID: "retry-relist", Label: "timer → LIST at last RV"},
@@ -205,12 +209,17 @@ func (c Cause) info() *CauseInfo {
 	return &causeDecls[NoCause]
 }
 
-// Retries, AvoidsList, BeginsRelist and Accepted read the cause's declaration.
+// Retries, AvoidsList and Accepted read the cause's declaration.
 func (c Cause) Retries() bool               { return c.info().Retry }
 func (c Cause) AvoidsList(failed bool) bool { return c.info().AvoidsList.Avoids(failed) }
-func (c Cause) BeginsRelist() bool          { return c.info().BeginsRelist }
 func (c Cause) Accepted() bool              { return c.info().Accepted }
 func (c Cause) Classes() Classes            { return c.info().Classes }
+
+// BeginsRelist reports whether the cause's rows begin a relist (Transition.BeginsRelist): it
+// ends a watch that cannot be resumed, so the synced store is listed again, at once or after a
+// wait. It is read from fsm.Table, which holds a cause's rows to all begin a relist or none, so
+// that a wait's cause (Snapshot.Cause in Backoff) says whether its timer begins one.
+func (c Cause) BeginsRelist() bool { return c < numCauses && tableIndex.relists[c] }
 
 // causeNames is the ID column of causeDecls, for the text methods every enum shares; aliases
 // are read as well.

@@ -24,12 +24,8 @@ func TestCauseFactsAgreeWithTheTable(t *testing.T) {
 			if row.To == Backoff {
 				leadsTo = row.Then
 			}
-			if info.BeginsRelist {
-				assert.Equal(t, Watching, row.From, "%s begins a relist, so it ends a watch", c)
-				assert.Equal(t, Relisting, leadsTo, "%s begins a relist: row %+v", c, row)
-			} else if row.From == Watching {
-				assert.NotEqual(t, Relisting, leadsTo, "%s leads from Watching to a relist but does not declare BeginsRelist", c)
-			}
+			assert.Equal(t, row.From == Watching && leadsTo == Relisting, c.BeginsRelist(),
+				"%s: a cause begins a relist when its rows lead from Watching to Relisting: row %+v", c, row)
 			if info.AvoidsList != AvoidsNoList {
 				assert.Equal(t, Watching, leadsTo, "%s avoids a LIST, so it must lead back to the watch: row %+v", c, row)
 			}
@@ -37,7 +33,7 @@ func TestCauseFactsAgreeWithTheTable(t *testing.T) {
 				assert.NotEqual(t, Backoff, row.To, "%s says the server accepted a request but waits", c)
 			}
 		}
-		if info.AvoidsList != AvoidsNoList || info.BeginsRelist {
+		if info.AvoidsList != AvoidsNoList || c.BeginsRelist() {
 			assert.True(t, info.Retry, "%s is a watch failure answered by another try, so a retry", c)
 		}
 		if info.Retry {

@@ -14,7 +14,8 @@ import (
 // has synced and the request in flight. The rest is grouped by the concern that owns it, and
 // each rule of transitions reads and writes its own group: List (the listing in progress),
 // Server (what the server has shown about itself), Watch (the stream and the streaks of ended
-// watches), Wait (the backoff), InternalErrors and RetryAfter (their streaks). A new rule adds
+// watches), Wait (the backoff), InternalErrors and RetryAfter (their streaks), Relists (when the
+// last relists began, for the rules about relists). A new rule adds
 // its fields to its concern's group, or a group of its own (docs/design.md, "How to add a
 // Snapshot field").
 type Snapshot struct {
@@ -45,6 +46,7 @@ type Snapshot struct {
 	Wait           WaitState      `json:"wait,omitzero"`
 	InternalErrors InternalStreak `json:"internalErrors,omitzero"`
 	RetryAfter     RetryAfterRun  `json:"retryAfter,omitzero"`
+	Relists        RelistHistory  `json:"relists,omitzero"`
 
 	// Rand is the seeded source of jitter; it lives here so that Step stays pure and replayable.
 	Rand backoff.SplitMix64 `json:"rand"`
@@ -140,4 +142,37 @@ type InternalStreak struct {
 // (docs/semantics.md, "a repeated Retry-After").
 type RetryAfterRun struct {
 	Repeats int `json:"repeats,omitempty"`
+}
+
+// RelistsKept is how many relists RelistHistory remembers: how far back a rule about relists
+// can look.
+const RelistsKept = 8
+
+// RelistHistory is when the last relists began: what every rule about relists (how many, how
+// often) reads, so that such a rule needs no state of its own (docs/design.md, "How to add a
+// rule about relists"). A relist begins when its first LIST goes out, at once or after the
+// wait its row began; the retries within one relist (a LIST that failed, a first page asked
+// again at RV "") are not new relists. It is kept in a fixed ring, so that a snapshot stays a
+// plain value that copies without aliasing.
+type RelistHistory struct {
+	// Count counts the relists begun since the reflector started.
+	Count int `json:"count,omitempty"`
+	// Began holds when the last RelistsKept relists began, in a ring indexed by Count (see
+	// Recent).
+	Began [RelistsKept]time.Time `json:"began,omitzero"`
+}
+
+// Note records a relist beginning at now.
+func (h *RelistHistory) Note(now time.Time) {
+	h.Began[h.Count%RelistsKept] = now
+	h.Count++
+}
+
+// Recent returns when the k-th most recent relist began (k = 0: the last one), and false when
+// the history does not reach back that far: fewer than k+1 relists, or k ≥ RelistsKept.
+func (h *RelistHistory) Recent(k int) (time.Time, bool) {
+	if k < 0 || k >= RelistsKept || k >= h.Count {
+		return time.Time{}, false
+	}
+	return h.Began[(h.Count-1-k)%RelistsKept], true
 }

@@ -21,6 +21,14 @@ type Transition struct {
 	Then State
 }
 
+// BeginsRelist reports whether the row begins a relist: it leaves Watching for a listing of the
+// synced store, at once (into Relisting) or after a wait (into Backoff, Then: Relisting). Every
+// relist begins on such a row; transitions passes each through its relist rules
+// (docs/design.md, "How to add a rule about relists").
+func (t Transition) BeginsRelist() bool {
+	return t.From == Watching && (t.To == Relisting || t.To == Backoff && t.Then == Relisting)
+}
+
 // Table is the reflector's transition table, and with Transition.Then the whole of its
 // control flow: which causes each state admits, where each leads, and where each wait resumes.
 // transitions.Step classifies each event into a Cause and ignores it unless the row (state,
@@ -65,6 +73,9 @@ var Table = []Transition{
 	{From: Watching, Cause: CauseTooLargeRV, To: Relisting},
 	{From: Watching, Cause: CauseWatchRejectedOnce, To: Backoff, Then: Watching},
 	{From: Watching, Cause: CauseWatchRejected, To: Backoff, Then: Relisting},
+	// A relist that a relist rule holds back, whichever row above it would have taken: it
+	// waits, then lists (transitions' relistRow). No run takes it unless a rule is configured.
+	{From: Watching, Cause: CauseRelistDeferred, To: Backoff, Then: Relisting},
 	{From: Watching, Cause: CauseStop, To: Stopped},
 
 	// Backoff: one timer row for each state a wait can lead to; Snapshot.Next picks it.
@@ -94,10 +105,11 @@ const numStates = int(Stopped) + 1
 
 // index holds Table by (from, cause) so that the hot path finds a row in one load, and by the
 // state each Backoff timer row leads to. A cause not permitted in a state has a zero entry
-// (its Cause is NoCause).
+// (its Cause is NoCause). relists says which causes' rows begin a relist.
 type index struct {
 	rows    [numStates][numCauses]Transition
 	resumes [numStates]Cause
+	relists [numCauses]bool
 }
 
 var tableIndex = func() *index {
@@ -110,7 +122,8 @@ var tableIndex = func() *index {
 
 // indexTable checks a table and indexes it. The checks are what lets Snapshot.Next be the only
 // thing a wait remembers: every row into Backoff names a Then, and Backoff has exactly one
-// timer row into each Then.
+// timer row into each Then; and what lets a wait's cause say whether it begins a relist: a
+// cause's rows begin a relist all or none.
 func indexTable(table []Transition) (*index, error) {
 	x := new(index)
 	var errs []error
@@ -124,6 +137,7 @@ func indexTable(table []Transition) (*index, error) {
 			errs = append(errs, fmt.Errorf("duplicate row %s --%s-->", row.From, row.Cause))
 		}
 		x.rows[row.From][row.Cause] = row
+		x.relists[row.Cause] = x.relists[row.Cause] || row.BeginsRelist()
 		if row.From != Backoff || row.To == Stopped {
 			continue
 		}
@@ -133,6 +147,9 @@ func indexTable(table []Transition) (*index, error) {
 		x.resumes[row.To] = row.Cause
 	}
 	for _, row := range table {
+		if x.relists[row.Cause] && !row.BeginsRelist() {
+			errs = append(errs, fmt.Errorf("row %s --%s--> %s does not begin a relist, but another row of %s does", row.From, row.Cause, row.To, row.Cause))
+		}
 		switch {
 		case row.To != Backoff:
 			if row.Then != 0 {

@@ -62,6 +62,7 @@ func TestWaitDestinations(t *testing.T) {
 		{Watching, CauseExpiredAgain, Relisting, CauseRetryRelist},
 		{Watching, CauseWatchRejectedOnce, Watching, CauseRetryWatch},
 		{Watching, CauseWatchRejected, Relisting, CauseRetryRelist},
+		{Watching, CauseRelistDeferred, Relisting, CauseRetryRelist},
 	}
 	waits := 0
 	for _, row := range Table {
@@ -151,6 +152,9 @@ func TestIndexTableRefusesBrokenTables(t *testing.T) {
 		{"duplicate row", with(Transition{From: Watching, Cause: CauseStop, To: Stopped}, Transition{From: Watching, Cause: CauseStop, To: Stopped}),
 			"duplicate row Watching --stop-->"},
 		{"NoCause", with(Transition{From: Watching, Cause: NoCause, To: Watching}), "out of range"},
+		{"a cause that begins a relist in one row only", with(Transition{From: Watching, Cause: CauseExpired, To: Relisting},
+			Transition{From: Relisting, Cause: CauseExpired, To: Relisting}),
+			"row Relisting --expired--> Relisting does not begin a relist, but another row of expired does"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := indexTable(c.table)
@@ -159,4 +163,24 @@ func TestIndexTableRefusesBrokenTables(t *testing.T) {
 	}
 	_, err := indexTable(with(Transition{From: Watching, Cause: CauseServerBusy, To: Backoff, Then: Watching}))
 	assert.NoError(t, err)
+}
+
+// Every relist begins on a row that leaves Watching for a listing, at once or after a wait; the
+// table says which, and a cause begins a relist exactly when its rows do.
+func TestRowsThatBeginARelist(t *testing.T) {
+	var begin []Cause
+	for _, row := range Table {
+		if row.BeginsRelist() {
+			begin = append(begin, row.Cause)
+		}
+		assert.Equal(t, row.BeginsRelist(), row.Cause.BeginsRelist(), "row %s --%s--> %s", row.From, row.Cause, row.To)
+	}
+	assert.Equal(t, []Cause{CauseInternalErrorPastWindow, CauseExpired, CauseExpiredAgain, CauseTooLargeRV,
+		CauseWatchRejected, CauseRelistDeferred}, begin)
+	assert.False(t, Transition{From: Relisting, Cause: CauseListFailed, To: Backoff, Then: Relisting}.BeginsRelist(),
+		"a relist's own retry is no new relist")
+	assert.False(t, Transition{From: Backoff, Cause: CauseRetryRelist, To: Relisting}.BeginsRelist(),
+		"the timer of a wait goes on with what its row began")
+	assert.False(t, NoCause.BeginsRelist())
+	assert.False(t, Cause(250).BeginsRelist())
 }

@@ -4,18 +4,20 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 )
 
-// effects updates s and emits the commands of the table row the event takes. s.State is still
-// the state the event arrived in.
+// effects updates s and emits the commands of the table row the event takes, for the cause the
+// event was read as: the row's own cause, or, for a relist the relist rules held back (the
+// row's cause is then fsm.CauseRelistDeferred), the watch failure that began it. s.State and
+// s.Cause are still those the event arrived in.
 //
 // What the cause's declaration says (fsm.CauseInfo) and what the row says are applied here for
-// every cause alike: a cause the server accepted a request with resets the Retry-After run,
-// and a row into Backoff arms its timer after the cause's own effects. The switch holds only
-// what is particular to one cause.
-func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
-	if row.Cause.Accepted() {
+// every cause alike: a cause the server accepted a request with resets the Retry-After run; a
+// row that begins a relist goes through beginRelist, and any other row into Backoff arms its
+// timer, after the cause's own effects. The switch holds only what is particular to one cause.
+func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, row fsm.Transition, out *[]fsm.Command) {
+	if cause.Accepted() {
 		accepted(s)
 	}
-	switch row.Cause {
+	switch cause {
 	case fsm.CauseWatchEvent:
 		m.watchEvent(s, e, out)
 	case fsm.CauseWatchOpened, fsm.CauseWatchListOpened:
@@ -94,15 +96,10 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 		// The streak is spent: relist. The completed LIST ends the streak, so a lasting outage
 		// costs one LIST per window, not one per error.
 		m.watchFailed(s, e, out)
-		m.startListing(s, out)
 	case fsm.CauseStreamEnded:
 		m.watchFailed(s, e, out)
 		m.openWatch(s, out)
-	case fsm.CauseExpired:
-		s.Watch.ExpiredStreak++
-		m.watchFailed(s, e, out)
-		m.startListing(s, out)
-	case fsm.CauseExpiredAgain:
+	case fsm.CauseExpired, fsm.CauseExpiredAgain:
 		s.Watch.ExpiredStreak++
 		m.watchFailed(s, e, out)
 	case fsm.CauseExpiredYoungCache:
@@ -113,24 +110,30 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out
 	case fsm.CauseTooLargeRV:
 		s.RVUnusable = true
 		m.watchFailed(s, e, out)
-		m.startListing(s, out)
 
 	case fsm.CauseRetryWatch:
 		s.Wait.Timer = 0
 		m.openWatch(s, out)
 	case fsm.CauseRetryRelist, fsm.CauseRetryList:
 		s.Wait.Timer = 0
-		if s.List.Continue != "" {
+		switch {
+		case s.List.Continue != "":
 			m.listPage(s, out, pageContinue, s.List.Continue)
-		} else {
+		case s.Cause.BeginsRelist():
+			// The wait was begun by a row that begins a relist: its first LIST goes out now.
+			m.relistNow(s, e, out)
+		default:
 			m.startListing(s, out)
 		}
 
 	case fsm.CauseStop:
 		m.stop(s, out)
 	}
-	if row.To == fsm.Backoff {
-		m.backoff(s, e, row, out)
+	switch {
+	case row.BeginsRelist():
+		m.beginRelist(s, e, row, out)
+	case row.To == fsm.Backoff:
+		m.backoff(s, row, m.delay(s, e, row.Then), out)
 	}
 }
 

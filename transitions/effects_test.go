@@ -226,6 +226,9 @@ func rowCases() map[fsm.Transition]rowCase {
 		event: failing(fsm.EvWatchOpenFailed, httpBare(403)), want: []fsm.CommandKind{arm}}
 	cases[row(fsm.Watching, fsm.CauseWatchRejected)] = rowCase{setup: func(p *play) { p.watching().watchFails(403).fire() },
 		event: failing(fsm.EvWatchOpenFailed, httpBare(403)), want: []fsm.CommandKind{arm}}
+	cases[row(fsm.Watching, fsm.CauseRelistDeferred)] = rowCase{
+		setup: func(p *play) { opened(p); p.m.relistRules = []relistRule{holdRelistsUntil(p.now.Add(time.Minute))} },
+		event: failing(fsm.EvWatchError, httpBare(410)), want: []fsm.CommandKind{cancel, arm}}
 	cases[row(fsm.Watching, fsm.CauseStop)] = rowCase{setup: opened,
 		event: plain(fsm.EvStop), want: []fsm.CommandKind{cancel, stopped}}
 

@@ -9,6 +9,8 @@ import (
 // concurrent use because it has no mutable state.
 type Machine struct {
 	cfg Config
+	// relistRules are the configuration's rules about relists (relist.go).
+	relistRules []relistRule
 }
 
 // New returns a Machine for cfg, with defaults filled in.
@@ -17,7 +19,7 @@ func New(cfg Config) (*Machine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Machine{cfg: full}, nil
+	return &Machine{cfg: full, relistRules: relistRules(full)}, nil
 }
 
 // MustNew is New for configurations known to be valid (tests, defaults).
@@ -43,14 +45,18 @@ func (m *Machine) Initial() fsm.Snapshot {
 // frame must cost a few nanoseconds: copying a snapshot and a command list by value per event
 // costs more than the decision itself (see Next for the value form).
 //
-// Events that belong to no current request or timer, events whose cause the table does not
-// permit in the current state, and every event after Stopped change nothing and append nothing.
+// The event is read as a cause, whose row the table gives; a row that would begin a relist at
+// once passes the relist rules first, which may hold it back (relistRow). Events that belong to
+// no current request or timer, events whose cause the table does not permit in the current
+// state, and every event after Stopped change nothing and append nothing.
 func (m *Machine) Step(s *fsm.Snapshot, e *fsm.Event, out []fsm.Command) []fsm.Command {
-	row, ok := fsm.Lookup(s.State, m.cause(s, e))
+	cause := m.cause(s, e)
+	row, ok := fsm.Lookup(s.State, cause)
 	if !ok {
 		return out
 	}
-	m.effects(s, e, row, &out)
+	row = m.relistRow(s, e, row)
+	m.effects(s, e, cause, row, &out)
 	s.State, s.Cause = row.To, row.Cause
 	return out
 }
@@ -71,5 +77,5 @@ func (m *Machine) Classify(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 	if !ok {
 		return fsm.NoCause
 	}
-	return row.Cause
+	return m.relistRow(s, e, row).Cause
 }

@@ -7,10 +7,10 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 )
 
-// backoff arms the timer of a row into Backoff. Where the wait leads is the row's Then, kept
+// backoff arms the timer of a row into Backoff, for d (the row's delay, or for a row that
+// begins a relist what beginRelist makes of it). Where the wait leads is the row's Then, kept
 // as Snapshot.Next, through which the timer's row is found when it fires.
-func (m *Machine) backoff(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
-	d := m.delay(s, e, row.Then)
+func (m *Machine) backoff(s *fsm.Snapshot, row fsm.Transition, d time.Duration, out *[]fsm.Command) {
 	s.Wait.Next = row.Then
 	s.Wait.Timer = m.nextID(s)
 	emit(out, fsm.Command{Kind: fsm.CmdArmTimer, Timer: s.Wait.Timer, Delay: d, Reason: row.Cause})

@@ -1,0 +1,76 @@
+package transitions
+
+import (
+	"time"
+
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// Every relist — a listing of the synced store after the watch could not be resumed — passes
+// through this file: the table's rows that begin one (fsm.Transition.BeginsRelist) are taken
+// through relistRow, performed by beginRelist, and its first LIST goes out in relistNow, which
+// notes it in Snapshot.Relists. A rule about relists (how many, how often) is one relistRule,
+// built from the configuration in relistRules; it reads the history and says how long a relist
+// must wait, and the rest follows (docs/design.md, "How to add a rule about relists").
+
+// relistRule says how long a relist about to begin at now must wait (≤ 0: it may begin now). It
+// reads the snapshot, in particular s.Relists, and changes nothing.
+type relistRule func(s *fsm.Snapshot, now time.Time) time.Duration
+
+// relistRules are the rules a configuration holds relists to. None is configured by default:
+// a relist begins as soon as its row says.
+func relistRules(cfg Config) []relistRule {
+	var rules []relistRule
+	return rules
+}
+
+// relistWait is the longest wait the relist rules ask of a relist beginning at e.Now.
+func (m *Machine) relistWait(s *fsm.Snapshot, e *fsm.Event) time.Duration {
+	var d time.Duration
+	for _, rule := range m.relistRules {
+		d = max(d, rule(s, e.Now))
+	}
+	return d
+}
+
+// deferredRelist is the table's row for a relist the rules hold back.
+var deferredRelist = func() fsm.Transition {
+	row, ok := fsm.Lookup(fsm.Watching, fsm.CauseRelistDeferred)
+	if !ok || !row.BeginsRelist() || row.To != fsm.Backoff {
+		panic("transitions: fsm.Table has no row Watching --relist-deferred--> Backoff, Then: Relisting")
+	}
+	return row
+}()
+
+// relistRow is the row an event takes once the relist rules have had their say: a row that
+// would begin a relist at once takes the table's deferred row instead when a rule says wait. A
+// row that waits anyway keeps its cause; beginRelist lengthens its wait. Step and Classify both
+// read it, so it changes nothing.
+func (m *Machine) relistRow(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition) fsm.Transition {
+	if row.To == fsm.Relisting && row.From == fsm.Watching && m.relistWait(s, e) > 0 {
+		return deferredRelist
+	}
+	return row
+}
+
+// beginRelist performs a row that begins a relist, after the particular effects of the cause
+// that took it: the LIST goes out now, or the wait is armed after which it will — the row's
+// own wait (a second 410, a second refusal) lasting at least what the rules ask, a deferred
+// relist exactly what they ask (it is no failure streak, so the backoff does not advance).
+func (m *Machine) beginRelist(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
+	switch {
+	case row.To == fsm.Relisting:
+		m.relistNow(s, e, out)
+	case row.Cause == fsm.CauseRelistDeferred:
+		m.backoff(s, row, max(m.relistWait(s, e), MinWait), out)
+	default:
+		m.backoff(s, row, max(m.delay(s, e, row.Then), m.relistWait(s, e)), out)
+	}
+}
+
+// relistNow sends a relist's first LIST: at once on its row, or when the wait it began after
+// is over.
+func (m *Machine) relistNow(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
+	s.Relists.Note(e.Now)
+	m.startListing(s, out)
+}
