@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rewatch/rewatch/backoff"
+	"github.com/rewatch/rewatch/fsm"
 )
 
 // Config holds the reflector's tunables. The zero value of every field means "the default".
@@ -70,6 +71,10 @@ type Config struct {
 	// (client-go: [5 min, 10 min)).
 	WatchTimeoutMin time.Duration `json:"watchTimeoutMin" help:"shortest timeoutSeconds asked of a watch"`
 	WatchTimeoutMax time.Duration `json:"watchTimeoutMax" help:"longest timeoutSeconds asked of a watch (exclusive)"`
+	// MaxRelists caps relists: when this many began in the last 10 minutes, the next one waits
+	// until the oldest of them is 10 minutes old (docs/semantics.md, "Relists"). 0 (the
+	// default): no cap; at most fsm.RelistsKept.
+	MaxRelists int `json:"maxRelists,omitempty" help:"relists allowed in any 10 minutes; a further relist waits (0: no cap)"`
 	// WatchList opens the initial state as a watch-list stream (sendInitialEvents=true) and falls
 	// back to LIST when the server does not support it.
 	WatchList bool `json:"watchList,omitempty" help:"stream the initial state (sendInitialEvents), falling back to LIST"`
@@ -161,6 +166,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.InternalErrorRewatches < 0 {
 		errs = append(errs, fmt.Errorf("InternalErrorRewatches must not be negative, got %d", c.InternalErrorRewatches))
+	}
+	if c.MaxRelists < 0 || c.MaxRelists > fsm.RelistsKept {
+		errs = append(errs, fmt.Errorf("MaxRelists must be between 0 (no cap) and %d, got %d", fsm.RelistsKept, c.MaxRelists))
 	}
 	if c.QuickEndsBeforeBackoff < 1 {
 		errs = append(errs, fmt.Errorf("QuickEndsBeforeBackoff must be at least 1, got %d", c.QuickEndsBeforeBackoff))

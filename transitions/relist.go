@@ -21,7 +21,25 @@ type relistRule func(s *fsm.Snapshot, now time.Time) time.Duration
 // a relist begins as soon as its row says.
 func relistRules(cfg Config) []relistRule {
 	var rules []relistRule
+	if cfg.MaxRelists > 0 {
+		rules = append(rules, relistCap(cfg.MaxRelists, relistCapWindow))
+	}
 	return rules
+}
+
+// relistCapWindow is the window MaxRelists counts relists in.
+const relistCapWindow = 10 * time.Minute
+
+// relistCap holds a relist back while n relists have begun within the last window: it waits
+// until the oldest of them is window old (docs/semantics.md, "Relists").
+func relistCap(n int, window time.Duration) relistRule {
+	return func(s *fsm.Snapshot, now time.Time) time.Duration {
+		oldest, ok := s.Relists.Recent(n - 1)
+		if !ok {
+			return 0
+		}
+		return oldest.Add(window).Sub(now)
+	}
 }
 
 // relistWait is the longest wait the relist rules ask of a relist beginning at e.Now.
