@@ -143,6 +143,7 @@ type summaryJSON struct {
 	Elapsed        float64        `json:"elapsedSeconds"`
 	Lists          int            `json:"lists"`
 	ListPages      int            `json:"listPages"`
+	Relists        int            `json:"relists"`
 	Watches        int            `json:"watches"`
 	Retries        map[string]int `json:"retries"`
 	ListsAvoided   int            `json:"listsAvoided"`
@@ -177,7 +178,7 @@ func (p *printer) summary(st rewatch.Stats) {
 		for c, n := range st.Retries {
 			r[c.String()] = n
 		}
-		s := summaryJSON{Type: "summary", Elapsed: round3(elapsed.Seconds()), Lists: st.Lists, ListPages: st.ListPages,
+		s := summaryJSON{Type: "summary", Elapsed: round3(elapsed.Seconds()), Lists: st.Lists, ListPages: st.ListPages, Relists: st.Relists,
 			Watches: st.Watches, Retries: r, ListsAvoided: st.ListsAvoided, BackingOff: round3(st.BackingOff.Seconds()),
 			WatchEvents: st.WatchEvents, Objects: st.Objects, State: st.State.String(), RV: st.LastResourceVersion, Synced: st.Synced,
 			WireFormat: st.WireFormat, AnsweredFormat: st.AnsweredFormat}
@@ -189,7 +190,7 @@ func (p *printer) summary(st rewatch.Stats) {
 	}
 	lines := []string{
 		fmt.Sprintf("summary after %s", elapsed.Round(time.Millisecond)),
-		fmt.Sprintf("  LISTs            %d (%d pages)", st.Lists, st.ListPages),
+		fmt.Sprintf("  LISTs            %d (%d pages; %d relists)", st.Lists, st.ListPages, st.Relists),
 		fmt.Sprintf("  WATCHes          %d", st.Watches),
 		fmt.Sprintf("  retries          %s", retriesText(st.Retries)),
 		fmt.Sprintf("  LISTs avoided    %d", st.ListsAvoided),

@@ -30,3 +30,17 @@ func TestSummaryShowsAFailingListing(t *testing.T) {
 		}
 	}
 }
+
+// The summary says how many relists there were, apart from the LISTs they took.
+func TestSummaryCountsRelists(t *testing.T) {
+	st := rewatch.Stats{Lists: 5, ListPages: 7, Relists: 2}
+	var text, js bytes.Buffer
+	newPrinter(&text, "text").summary(st)
+	newPrinter(&js, "json").summary(st)
+	if want := "LISTs            5 (7 pages; 2 relists)"; !strings.Contains(text.String(), want) {
+		t.Errorf("text summary lacks %q:\n%s", want, text.String())
+	}
+	if want := `"lists":5,"listPages":7,"relists":2`; !strings.Contains(js.String(), want) {
+		t.Errorf("JSON summary lacks %s: %s", want, js.String())
+	}
+}
