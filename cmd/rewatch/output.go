@@ -190,7 +190,7 @@ func (p *printer) summary(st rewatch.Stats) {
 	}
 	lines := []string{
 		fmt.Sprintf("summary after %s", elapsed.Round(time.Millisecond)),
-		fmt.Sprintf("  LISTs            %d (%d pages; %d relists)", st.Lists, st.ListPages, st.Relists),
+		fmt.Sprintf("  LISTs            %d (%d pages), relists %d", st.Lists, st.ListPages, st.Relists),
 		fmt.Sprintf("  WATCHes          %d", st.Watches),
 		fmt.Sprintf("  retries          %s", retriesText(st.Retries)),
 		fmt.Sprintf("  LISTs avoided    %d", st.ListsAvoided),

@@ -37,7 +37,7 @@ func TestSummaryCountsRelists(t *testing.T) {
 	var text, js bytes.Buffer
 	newPrinter(&text, "text").summary(st)
 	newPrinter(&js, "json").summary(st)
-	if want := "LISTs            5 (7 pages; 2 relists)"; !strings.Contains(text.String(), want) {
+	if want := "LISTs            5 (7 pages), relists 2"; !strings.Contains(text.String(), want) {
 		t.Errorf("text summary lacks %q:\n%s", want, text.String())
 	}
 	if want := `"lists":5,"listPages":7,"relists":2`; !strings.Contains(js.String(), want) {
