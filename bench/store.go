@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -76,11 +77,23 @@ func (s *TimedStore) Versions() map[string]string {
 // (docs/semantics.md, "Relists"), with the mutation time marked when one is complete; over any
 // other, the TimedStore itself.
 func (s *TimedStore) ForDriver() driver.Store {
+	if v, ok := s.Inner.(driver.VersionedStore); ok {
+		return versionedTimedStore{incrementalTimedStore{s, v}, v}
+	}
 	if inc, ok := s.Inner.(driver.IncrementalStore); ok {
 		return incrementalTimedStore{s, inc}
 	}
 	return s
 }
+
+// versionedTimedStore passes the inner store's VersionedStore query through, so that a relist
+// skips what the store holds unchanged.
+type versionedTimedStore struct {
+	incrementalTimedStore
+	v driver.VersionedStore
+}
+
+func (s versionedTimedStore) HeldVersions() driver.HeldVersion { return s.v.HeldVersions() }
 
 type incrementalTimedStore struct {
 	*TimedStore
@@ -95,6 +108,16 @@ func (s incrementalTimedStore) BeginReplace() (driver.Replacement, error) {
 type timedReplacement struct {
 	driver.Replacement
 	s *TimedStore
+}
+
+// Keep passes an unchanged object to the inner replacement, which is a Keeper when the inner
+// store is a VersionedStore.
+func (r timedReplacement) Keep(key string) error {
+	k, ok := r.Replacement.(driver.Keeper)
+	if !ok {
+		return fmt.Errorf("keep %s: %T cannot keep an object", key, r.Replacement)
+	}
+	return k.Keep(key)
 }
 
 func (r timedReplacement) Finish(rv string) error {

@@ -54,6 +54,22 @@ type Transport interface {
 	String() string
 }
 
+// SkippingTransport is a Transport that can leave undecoded the items of a full state the
+// store already holds at the same resourceVersion (docs/semantics.md, "Relists"). The driver
+// calls these instead of List and Watch when its store is a VersionedStore holding objects,
+// with the store's query; the transport decides nothing about the store, it only asks.
+type SkippingTransport interface {
+	Transport
+	// ListHeld is List, except that an item for which held reports the item's own
+	// resourceVersion may be emitted as an EvListItem with its Key and ResourceVersion and no
+	// Object. Everything else — the events, their order, the failures — is List's.
+	ListHeld(ctx context.Context, c fsm.Command, held HeldVersion, emit func(fsm.Event) bool)
+	// WatchHeld is Watch, except that an ADDED event of a watch-list's initial state (before
+	// the bookmark that ends it) for which held reports the event's own resourceVersion may be
+	// emitted with its Key and ResourceVersion and no Object.
+	WatchHeld(ctx context.Context, c fsm.Command, held HeldVersion, emit func(fsm.Event) bool)
+}
+
 // Transition is what an Observer sees: one event and what it did.
 type Transition struct {
 	Event    fsm.Event

@@ -29,6 +29,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	d := &driver{cfg: cfg, m: m, events: make(chan fsm.Event, eventBuffer), base: ctx}
 	d.incremental, _ = cfg.Store.(IncrementalStore)
+	if v, ok := cfg.Store.(VersionedStore); ok {
+		d.skipping, _ = cfg.Transport.(SkippingTransport)
+		if d.skipping != nil {
+			d.versioned = v
+		}
+	}
 	d.s = m.Initial()
 	return d.loop(ctx)
 }
@@ -57,10 +63,14 @@ type driver struct {
 	// replacement, and put counts the objects it took.
 	staged      []any
 	incremental IncrementalStore
-	replacing   Replacement
-	put         int
-	stopped     bool
-	err         error
+	// versioned and skipping are the store and the transport when the store says which
+	// versions it holds and the transport can use that (both asked once).
+	versioned VersionedStore
+	skipping  SkippingTransport
+	replacing Replacement
+	put       int
+	stopped   bool
+	err       error
 }
 
 func (d *driver) loop(ctx context.Context) error {
@@ -169,12 +179,27 @@ func (d *driver) record(e fsm.Event, from fsm.State, cause fsm.Cause, err error)
 func (d *driver) exec(c *fsm.Command) error {
 	switch c.Kind {
 	case fsm.CmdListPage:
+		held := d.heldVersions()
 		d.startRequest(c, func(ctx context.Context, c fsm.Command) {
-			d.cfg.Transport.List(ctx, c, func(e fsm.Event) bool { return d.send(ctx, e) })
+			emit := func(e fsm.Event) bool { return d.send(ctx, e) }
+			if held != nil {
+				d.skipping.ListHeld(ctx, c, held, emit)
+				return
+			}
+			d.cfg.Transport.List(ctx, c, emit)
 		})
 	case fsm.CmdOpenWatch:
+		var held HeldVersion
+		if c.SendInitialEvents {
+			held = d.heldVersions()
+		}
 		d.startRequest(c, func(ctx context.Context, c fsm.Command) {
-			d.cfg.Transport.Watch(ctx, c, func(e fsm.Event) bool { return d.send(ctx, e) })
+			emit := func(e fsm.Event) bool { return d.send(ctx, e) }
+			if held != nil {
+				d.skipping.WatchHeld(ctx, c, held, emit)
+				return
+			}
+			d.cfg.Transport.Watch(ctx, c, emit)
 		})
 	case fsm.CmdCancelRequest:
 		if c.Request == d.reqID {
@@ -221,6 +246,8 @@ func (d *driver) stage(c *fsm.Command) error {
 	if d.incremental == nil {
 		if c.Object != nil {
 			d.staged = append(d.staged, c.Object)
+		} else if c.Key != "" && len(c.Items) == 0 {
+			return fmt.Errorf("store: stage %s: an item without its object for a store that cannot keep one", c.Key)
 		}
 		d.staged = append(d.staged, c.Items...)
 		return nil
@@ -232,8 +259,13 @@ func (d *driver) stage(c *fsm.Command) error {
 		}
 		d.replacing, d.put = r, 0
 	}
-	if c.Object != nil {
+	switch {
+	case c.Object != nil:
 		if err := d.putStaged(c.Object); err != nil {
+			return err
+		}
+	case c.Key != "" && len(c.Items) == 0:
+		if err := d.keepStaged(c.Key); err != nil {
 			return err
 		}
 	}
@@ -243,6 +275,29 @@ func (d *driver) stage(c *fsm.Command) error {
 		}
 	}
 	return nil
+}
+
+// keepStaged takes an item the transport left undecoded because the store holds it at the
+// same resourceVersion (SkippingTransport).
+func (d *driver) keepStaged(key string) error {
+	k, ok := d.replacing.(Keeper)
+	if !ok {
+		return fmt.Errorf("store: replace: keep %s: the replacement of %T cannot keep an object", key, d.cfg.Store)
+	}
+	if err := k.Keep(key); err != nil {
+		return fmt.Errorf("store: replace: %w", err)
+	}
+	d.put++
+	return nil
+}
+
+// heldVersions is the store's query for the request about to start, when the store and the
+// transport can skip what the store holds.
+func (d *driver) heldVersions() HeldVersion {
+	if d.versioned == nil {
+		return nil
+	}
+	return d.versioned.HeldVersions()
 }
 
 func (d *driver) putStaged(obj any) error {

@@ -43,6 +43,41 @@ type Replacement interface {
 	Abandon()
 }
 
+// HeldVersion reports the resourceVersion of the object a store holds under namespace and name
+// ("" for a cluster-scoped object), and whether it holds one. namespace and name are valid only
+// during the call (a transport may hand over views of its read buffer): the store must not keep
+// them.
+//
+// It is a type alias so that a transport can name the same function type without importing
+// this package.
+type HeldVersion = func(namespace, name string) (resourceVersion string, held bool)
+
+// VersionedStore is an IncrementalStore that says which version of each object it holds, so
+// that a relist need not decode an item the store already holds at the same resourceVersion:
+// the transport reads only the item's key and resourceVersion, and hands the driver "key K
+// unchanged" instead of an object (docs/semantics.md, "Relists"). The driver gives the store's
+// HeldVersions to a transport that can use it (a SkippingTransport); any other transport
+// decodes every item, as before.
+type VersionedStore interface {
+	IncrementalStore
+	// HeldVersions returns the query for one request, nil while the store holds nothing (a
+	// full state for an empty store is decoded item by item without asking). The query is
+	// called on the request's goroutine while the driver applies what the request delivered,
+	// so it must be safe against the store's own writes; one query is never called from two
+	// goroutines at once.
+	HeldVersions() HeldVersion
+	// BeginReplace of a VersionedStore returns a Replacement that is also a Keeper.
+}
+
+// Keeper is the Replacement of a VersionedStore: it can take an object of the new state
+// without the object, because the store holds it at the same resourceVersion.
+type Keeper interface {
+	// Keep says the new state contains the object stored under key (namespace/name), as the
+	// store holds it: Finish does not delete it, and nothing about it changes. A key the store
+	// no longer holds is an error: only the replacement writes to the store while it is open.
+	Keep(key string) error
+}
+
 // SameVersion says whether two objects are the same version of one object: both carry the
 // same non-empty resourceVersion (docs/semantics.md, "Relists": no update for an unchanged
 // object).
@@ -93,7 +128,7 @@ type memEntry struct {
 	gen uint64
 }
 
-var _ IncrementalStore = (*MemStore)(nil)
+var _ VersionedStore = (*MemStore)(nil)
 
 type objectName struct{ namespace, name string }
 
@@ -204,6 +239,24 @@ func (r *memReplacement) Put(obj any) error {
 	return nil
 }
 
+// Keep marks the stored object with the new generation, keyed by its own strings so that the
+// key given is not kept.
+func (r *memReplacement) Keep(key string) error {
+	n := nameOfKey(key)
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.items[n]
+	if !ok {
+		return fmt.Errorf("keep %s: the store does not hold it", key)
+	}
+	if m, err := meta.Accessor(e.obj); err == nil {
+		n = objectName{m.GetNamespace(), m.GetName()}
+	}
+	s.items[n] = memEntry{e.obj, r.gen}
+	return nil
+}
+
 func (r *memReplacement) Finish(resourceVersion string) error {
 	s := r.s
 	s.mu.Lock()
@@ -218,6 +271,30 @@ func (r *memReplacement) Finish(resourceVersion string) error {
 }
 
 func (r *memReplacement) Abandon() {}
+
+// HeldVersions is the store's VersionedStore query: nil while it is empty.
+func (s *MemStore) HeldVersions() HeldVersion {
+	if s.Len() == 0 {
+		return nil
+	}
+	return s.heldVersion
+}
+
+// heldVersion looks the object up by the two strings given, which the map lookup does not
+// keep, and returns its own resourceVersion string, so that a skipped item allocates none.
+func (s *MemStore) heldVersion(namespace, name string) (string, bool) {
+	s.mu.RLock()
+	e, ok := s.items[objectName{namespace, name}]
+	s.mu.RUnlock()
+	if !ok {
+		return "", false
+	}
+	m, err := meta.Accessor(e.obj)
+	if err != nil {
+		return "", false
+	}
+	return m.GetResourceVersion(), true
+}
 
 // GetByKey returns the object stored under the namespace/name key.
 func (s *MemStore) GetByKey(key string) (any, bool) {

@@ -108,3 +108,37 @@ func TestSameVersion(t *testing.T) {
 	require.False(t, driver.SameVersion(cm("", "a", ""), cm("", "a", "")), "no resourceVersion: not known to be the same")
 	require.False(t, driver.SameVersion("x", cm("", "a", "1")))
 }
+
+// docs/semantics.md "Relists": MemStore says which resourceVersion it holds for a key (nothing
+// while empty, so an initial state is decoded without asking), and its replacement keeps a key
+// without an object: the stored object stays, Finish does not delete it. A key it does not
+// hold cannot be kept.
+func TestMemStoreHeldVersionsAndKeep(t *testing.T) {
+	s := driver.NewMemStore()
+	require.Nil(t, s.HeldVersions())
+	kept := cm("ns", "kept", "1")
+	require.NoError(t, s.Replace([]any{kept, cm("ns", "changed", "2"), cm("ns", "gone", "3"), cm("", "node", "4")}, "4"))
+	held := s.HeldVersions()
+	require.NotNil(t, held)
+	for _, c := range []struct {
+		namespace, name, rv string
+		ok                  bool
+	}{{"ns", "kept", "1", true}, {"", "node", "4", true}, {"ns", "node", "", false}, {"ns", "missing", "", false}} {
+		rv, ok := held(c.namespace, c.name)
+		require.Equal(t, c.ok, ok, c.name)
+		require.Equal(t, c.rv, rv, c.name)
+	}
+
+	r, err := s.BeginReplace()
+	require.NoError(t, err)
+	k, ok := r.(driver.Keeper)
+	require.True(t, ok, "a VersionedStore's replacement is a Keeper")
+	require.NoError(t, k.Keep("ns/kept"))
+	require.NoError(t, k.Keep("node"))
+	require.NoError(t, r.Put(cm("ns", "changed", "5")))
+	require.Error(t, k.Keep("ns/missing"))
+	require.NoError(t, r.Finish("6"))
+	require.Equal(t, map[string]string{"ns/kept": "1", "ns/changed": "5", "node": "4"}, s.Versions())
+	got, _ := s.GetByKey("ns/kept")
+	require.Same(t, kept, got)
+}

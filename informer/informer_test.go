@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/rewatch/rewatch/backoff"
 	"github.com/rewatch/rewatch/clockx"
+	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/informer"
 	"github.com/rewatch/rewatch/transitions"
@@ -410,4 +412,61 @@ func TestInitialListCutMidwayIsCompletedByTheRetry(t *testing.T) {
 	close(gate)
 	require.Eventually(t, inf.HasSynced, 10*time.Second, time.Millisecond)
 	require.Equal(t, []string{"add a@1 initial=true", "add b@2 initial=true", "update b@2 -> b@3", "add c@4 initial=true"}, r.waitFor(t, 4))
+}
+
+// skippingTransport is a fakeTransport that, given the store's query (a relist), hands over
+// the items the store holds at their resourceVersion without their object, as the HTTP
+// transport does; kept counts them.
+type skippingTransport struct {
+	*fakeTransport
+	kept atomic.Int32
+}
+
+func (s *skippingTransport) ListHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+	s.fakeTransport.List(ctx, c, func(e fsm.Event) bool {
+		if o, ok := e.Object.(*corev1.ConfigMap); ok && e.Kind == fsm.EvListItem {
+			if rv, ok := held(o.Namespace, o.Name); ok && rv == o.ResourceVersion {
+				e.Object = nil
+				s.kept.Add(1)
+			}
+		}
+		return emit(e)
+	})
+}
+
+func (s *skippingTransport) WatchHeld(ctx context.Context, c fsm.Command, _ func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+	s.fakeTransport.Watch(ctx, c, emit)
+}
+
+var _ driver.SkippingTransport = (*skippingTransport)(nil)
+
+// docs/semantics.md "Relists": an item the transport left undecoded because the indexer holds
+// it at the same resourceVersion stays in the indexer — the very object — and no handler hears
+// of it; a changed item is an update, a vanished one a delete at the end. The initial list is
+// decoded whole: the informer offers its query only once it has synced.
+func TestRelistKeepsWhatTheTransportLeftUndecoded(t *testing.T) {
+	a := cm("a", "1")
+	ft := &skippingTransport{fakeTransport: &fakeTransport{
+		lists:   []page{{rv: "10", items: []any{a, cm("b", "2"), cm("c", "3")}}, {rv: "20", items: []any{cm("a", "1"), cm("b", "5")}}},
+		watches: [][]step{{expired()}},
+	}}
+	inf := informer.New(ft, &corev1.ConfigMap{}, quiet)
+	var r recorder
+	_, err := inf.AddEventHandler(&r)
+	require.NoError(t, err)
+	run(t, inf)
+	got := r.waitFor(t, 5)
+	require.Equal(t, []string{
+		"add a@1 initial=true", "add b@2 initial=true", "add c@3 initial=true",
+		"update b@2 -> b@5", "delete unknown(ns/c)",
+	}, got)
+	require.Eventually(t, func() bool { return inf.LastSyncResourceVersion() == "20" }, 10*time.Second, time.Millisecond)
+	require.EqualValues(t, 1, ft.kept.Load())
+	require.ElementsMatch(t, []string{"ns/a", "ns/b"}, inf.GetIndexer().ListKeys())
+	got2, ok, err := inf.GetIndexer().GetByKey("ns/a")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Same(t, a, got2)
+	time.Sleep(50 * time.Millisecond) // nothing more comes
+	require.Len(t, r.seen(), 5)
 }

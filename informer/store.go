@@ -2,6 +2,9 @@ package informer
 
 import (
 	"fmt"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -12,7 +15,7 @@ import (
 // the notifications client-go's informer would send for it.
 type store Informer
 
-var _ driver.IncrementalStore = (*store)(nil)
+var _ driver.VersionedStore = (*store)(nil)
 
 func (s *store) informer() *Informer { return (*Informer)(s) }
 
@@ -183,6 +186,47 @@ func (r *replacement) Put(item any) error {
 	}
 	inf.distribute(n)
 	return nil
+}
+
+// Keep takes an object the transport did not decode because the indexer holds it at the same
+// resourceVersion: like a Put of an unchanged object, it is seen and nothing else — no handler
+// is told (docs/semantics.md, "Relists").
+func (r *replacement) Keep(key string) error {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, exists, err := s.indexer.GetByKey(key); err != nil || !exists {
+		return fmt.Errorf("keep %s: the indexer does not hold it", key)
+	}
+	r.seen[key] = struct{}{}
+	return nil
+}
+
+// HeldVersions is the informer's query for a relist (driver.VersionedStore); nil until the
+// informer has synced, so that the initial state is decoded without asking for each item.
+// The query builds each namespace/name key in a buffer of its own and looks it up without
+// copying it: the indexer's lookup does not keep the key.
+func (s *store) HeldVersions() driver.HeldVersion {
+	if !s.informer().synced.Load() {
+		return nil
+	}
+	var buf []byte
+	return func(namespace, name string) (string, bool) {
+		buf = buf[:0]
+		if namespace != "" {
+			buf = append(append(buf, namespace...), '/')
+		}
+		buf = append(buf, name...)
+		obj, exists, err := s.indexer.GetByKey(unsafe.String(unsafe.SliceData(buf), len(buf)))
+		if err != nil || !exists {
+			return "", false
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return "", false
+		}
+		return m.GetResourceVersion(), true
+	}
 }
 
 // Finish deletes what the state did not contain — a delete of cache.DeletedFinalStateUnknown
