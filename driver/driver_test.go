@@ -163,3 +163,51 @@ func TestRelistIntoIncrementalStore(t *testing.T) {
 		require.Same(t, before, after, "an unchanged object keeps its stored copy")
 	})
 }
+
+// docs/semantics.md "Relists": over the HTTP transport a relist into a MemStore leaves the
+// items the store holds at the same resourceVersion undecoded — the transport hands over only
+// their key — and the store keeps them, while a changed item is decoded and replaced and a
+// deleted one goes at the end. Likewise for a watch-list relist's initial events.
+func TestRelistLeavesUnchangedItemsUndecoded(t *testing.T) {
+	for _, watchList := range []bool{false, true} {
+		t.Run(map[bool]string{false: "list", true: "watch-list"}[watchList], func(t *testing.T) {
+			w := newWorld(t, viaHTTP, 3)
+			if watchList {
+				// The watch-list stream ends with a 410 once its initial state is in (three
+				// objects and the bookmark); the relist's stream is left alone.
+				w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Fault: faultproxy.WatchError(faultproxy.Expired()).AfterEvents(4)})
+			} else {
+				w.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: -1, Fault: faultproxy.WatchError(faultproxy.Expired())})
+			}
+			w.run(func(c *driver.Config, _ *httpapi.Config) { c.Policy.WatchList = watchList })
+			w.synced()
+			before, _ := w.store.GetByKey("default/cm-0")
+			if !watchList {
+				// Every watch ends in a 410: one relist at once, then a wait before the next,
+				// during which the objects change.
+				w.waitState(fsm.Backoff)
+				_, err := w.sim.Update(sim.ConfigMaps, "default", "cm-1", map[string]string{"x": "2"})
+				require.NoError(t, err)
+				_, err = w.sim.Delete(sim.ConfigMaps, "default", "cm-2")
+				require.NoError(t, err)
+				w.proxy.ClearRules()
+			}
+			var kept, decoded []string
+			require.Eventually(t, func() bool {
+				w.clock.Add(time.Second)
+				kept, decoded = w.fullStateItems()
+				return len(kept) > 0 && equalMaps(w.store.Versions(), w.sim.Snapshot(sim.ConfigMaps))
+			}, 10*time.Second, 2*time.Millisecond)
+			after, ok := w.store.GetByKey("default/cm-0")
+			require.True(t, ok)
+			require.Same(t, before, after)
+			if watchList {
+				require.Equal(t, []string{"default/cm-0", "default/cm-1", "default/cm-2"}, kept)
+				return
+			}
+			require.Equal(t, []string{"default/cm-0"}, kept)
+			require.Contains(t, decoded, "default/cm-1")
+			require.NoError(t, w.stop())
+		})
+	}
+}

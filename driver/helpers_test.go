@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"net/http"
+	"sort"
 	"strconv"
 	"sync"
 	"testing"
@@ -216,4 +217,29 @@ func (w *world) watchRVs() []string {
 		}
 	}
 	return out
+}
+
+// fullStateItems are the keys of the full-state items (LIST items, watch-list initial
+// events) of the last relist: those that came without their object (kept) and those that came
+// decoded.
+func (w *world) fullStateItems() (kept, decoded []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, tr := range w.transitions {
+		if tr.To == fsm.Relisting && tr.From != fsm.Relisting {
+			kept, decoded = nil, nil
+		}
+		for _, c := range tr.Commands {
+			switch {
+			case c.Kind != fsm.CmdStage || c.Key == "":
+			case c.Object == nil:
+				kept = append(kept, c.Key)
+			default:
+				decoded = append(decoded, c.Key)
+			}
+		}
+	}
+	sort.Strings(kept)
+	sort.Strings(decoded)
+	return kept, decoded
 }

@@ -14,19 +14,19 @@ import (
 // DecodeStreamForTest exposes the JSON frame decoder to the fuzz target.
 func DecodeStreamForTest(body io.ReadCloser, maxFrame int64, emit func(fsm.Event) bool) {
 	t := &Transport{cfg: Config{Decoder: Unstructured(), MaxFrameBytes: maxFrame}}
-	t.decodeStream(context.Background(), body, MediaJSON, 1, nil, emit)
+	t.decodeStream(context.Background(), body, MediaJSON, 1, nil, nil, emit)
 }
 
 // DecodeProtobufStreamForTest exposes the protobuf frame decoder, typed, to the fuzz target.
 func DecodeProtobufStreamForTest(body io.ReadCloser, maxFrame int64, emit func(fsm.Event) bool) {
 	t := &Transport{cfg: Config{Decoder: Typed(scheme.Scheme), MaxFrameBytes: maxFrame}}
-	t.decodeStream(context.Background(), body, MediaProtobuf, 1, nil, emit)
+	t.decodeStream(context.Background(), body, MediaProtobuf, 1, nil, nil, emit)
 }
 
 // DecodeCBORStreamForTest exposes the CBOR frame decoder, unstructured, to the fuzz target.
 func DecodeCBORStreamForTest(body io.ReadCloser, maxFrame int64, emit func(fsm.Event) bool) {
 	t := &Transport{cfg: Config{Decoder: Unstructured(), MaxFrameBytes: maxFrame}}
-	t.decodeStream(context.Background(), body, MediaCBOR, 1, nil, emit)
+	t.decodeStream(context.Background(), body, MediaCBOR, 1, nil, nil, emit)
 }
 
 // DecodeProtobufListBothWaysForTest decodes a protobuf LIST body item by item and in one
@@ -92,4 +92,39 @@ func DecodeListBothWaysForTest(decoder, mediaType string, body []byte) (streamed
 // apiVersion, reading a LIST body item by item.
 func DecodeUnstructuredListStreamForTest(apiVersion, mediaType string, body io.Reader, item func(any) error) (string, string, error) {
 	return unstructuredDecoder{apiVersion: apiVersion}.DecodeListStream(mediaType, body, item)
+}
+
+// HeldItemForTest is one item of a list decoded for a store that holds some of its items:
+// the decoded object, or the key and resourceVersion of an item left undecoded.
+type HeldItemForTest struct {
+	Object  any
+	Key, RV string
+}
+
+// DecodeListHeldForTest decodes a LIST body with the named decoder (as DecodeListBothWaysForTest)
+// for a store whose versions held reports.
+func DecodeListHeldForTest(decoder, mediaType string, body []byte, held func(namespace, name string) (string, bool)) (items []HeldItemForTest, rv, cont string, err error) {
+	var d Decoder = unstructuredDecoder{}
+	switch decoder {
+	case "typed":
+		d = Typed(scheme.Scheme)
+	case "metadata":
+		d = metadataDecoder{}
+	}
+	h := &heldItems{held: held, kept: func(key, rv string) error {
+		items = append(items, HeldItemForTest{Key: key, RV: rv})
+		return nil
+	}}
+	rv, cont, err = decodeListStream(d, mediaType, bytes.NewReader(body), h, func(obj any) error {
+		items = append(items, HeldItemForTest{Object: obj})
+		return nil
+	})
+	return items, rv, cont, err
+}
+
+// DecodeStreamHeldForTest decodes a watch-list stream in the given media type, typed, for a
+// store whose versions held reports.
+func DecodeStreamHeldForTest(mediaType string, body io.ReadCloser, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+	t := &Transport{cfg: Config{Decoder: Typed(scheme.Scheme), MaxFrameBytes: 1 << 20}}
+	t.decodeStream(context.Background(), body, mediaType, 1, nil, &initialSkip{held: held}, emit)
 }

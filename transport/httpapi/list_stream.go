@@ -32,8 +32,59 @@ var (
 	_ ListStreamDecoder = unstructuredDecoder{}
 )
 
-// decodeListStream decodes a LIST body with d, item by item when d can.
-func decodeListStream(d Decoder, mediaType string, body io.Reader, item func(any) error) (string, string, error) {
+// heldItems is what lets a LIST leave undecoded the items the store holds unchanged
+// (metadata_scan.go): the store's query, and where such an item goes instead of being decoded.
+// A nil *heldItems decodes every item.
+type heldItems struct {
+	held func(namespace, name string) (string, bool)
+	kept func(key, resourceVersion string) error
+}
+
+// keepJSON hands the JSON item raw to kept, undecoded, when the store holds it unchanged.
+func (h *heldItems) keepJSON(raw []byte) (bool, error) {
+	if h == nil {
+		return false, nil
+	}
+	m, ok := scanJSONMeta(raw)
+	if !ok {
+		return false, nil
+	}
+	return h.keep(m)
+}
+
+// keepProtobuf does the same for the protobuf object message b, whose ObjectMeta is field
+// metaField.
+func (h *heldItems) keepProtobuf(b []byte, metaField fieldNumber) (bool, error) {
+	if h == nil {
+		return false, nil
+	}
+	m, ok := scanProtobufMeta(b, metaField)
+	if !ok {
+		return false, nil
+	}
+	return h.keep(m)
+}
+
+func (h *heldItems) keep(m itemMeta) (bool, error) {
+	key, rv, ok := unchanged(h.held, m)
+	if !ok {
+		return false, nil
+	}
+	return true, h.kept(key, rv)
+}
+
+// heldListStreamDecoder is a built-in decoder: one that can leave unchanged items undecoded.
+// A Decoder of the caller's own decodes every item: what it makes of an item is its own.
+type heldListStreamDecoder interface {
+	decodeListStreamHeld(mediaType string, body io.Reader, h *heldItems, item func(any) error) (string, string, error)
+}
+
+// decodeListStream decodes a LIST body with d, item by item when d can, leaving undecoded
+// what h says the store holds unchanged when d is a built-in decoder.
+func decodeListStream(d Decoder, mediaType string, body io.Reader, h *heldItems, item func(any) error) (string, string, error) {
+	if hd, ok := d.(heldListStreamDecoder); ok {
+		return hd.decodeListStreamHeld(mediaType, body, h, item)
+	}
 	if sd, ok := d.(ListStreamDecoder); ok {
 		return sd.DecodeListStream(mediaType, body, item)
 	}
@@ -84,9 +135,13 @@ func collectList(decode func(io.Reader, func(any) error) (string, string, error)
 }
 
 func (t typedDecoder) DecodeListStream(mediaType string, body io.Reader, item func(any) error) (string, string, error) {
+	return t.decodeListStreamHeld(mediaType, body, nil, item)
+}
+
+func (t typedDecoder) decodeListStreamHeld(mediaType string, body io.Reader, h *heldItems, item func(any) error) (string, string, error) {
 	switch mediaType {
 	case MediaProtobuf:
-		rv, cont, rest, err := streamProtobufList(t.scheme, body, item)
+		rv, cont, rest, err := streamProtobufList(t.scheme, body, h, item)
 		if !errors.Is(err, errNotStreamable) {
 			return rv, cont, err
 		}
@@ -94,6 +149,13 @@ func (t typedDecoder) DecodeListStream(mediaType string, body io.Reader, item fu
 	case MediaJSON:
 		var items jsonItemType
 		l, err := streamJSONList(body, func(l *jsonList, raw []byte) error {
+			// The list's kind is checked whether or not the item is decoded.
+			if _, err := items.resolve(t, l); err != nil {
+				return err
+			}
+			if kept, err := h.keepJSON(raw); kept || err != nil {
+				return err
+			}
 			obj, err := items.decode(t, l, raw)
 			if err != nil {
 				return err
@@ -189,16 +251,23 @@ func (w wholeListDecoder) DecodeList(mediaType string, body []byte) ([]any, stri
 	return w.decodeWholeList(mediaType, body)
 }
 
-func (metadataDecoder) DecodeListStream(mediaType string, body io.Reader, item func(any) error) (string, string, error) {
+func (d metadataDecoder) DecodeListStream(mediaType string, body io.Reader, item func(any) error) (string, string, error) {
+	return d.decodeListStreamHeld(mediaType, body, nil, item)
+}
+
+func (metadataDecoder) decodeListStreamHeld(mediaType string, body io.Reader, h *heldItems, item func(any) error) (string, string, error) {
 	switch mediaType {
 	case MediaProtobuf:
-		rv, cont, rest, err := streamProtobufList(wireScheme, body, item)
+		rv, cont, rest, err := streamProtobufList(wireScheme, body, h, item)
 		if !errors.Is(err, errNotStreamable) {
 			return rv, cont, err
 		}
 		return decodeWholeBody(wholeMetadataDecoder{}, mediaType, rest, item)
 	case MediaJSON:
 		l, err := streamJSONList(body, func(_ *jsonList, raw []byte) error {
+			if kept, err := h.keepJSON(raw); kept || err != nil {
+				return err
+			}
 			m := &metav1.PartialObjectMetadata{}
 			if err := jsonUnmarshalStrictCase(raw, m); err != nil {
 				return err
@@ -221,6 +290,10 @@ func (wholeMetadataDecoder) DecodeList(mediaType string, body []byte) ([]any, st
 }
 
 func (d unstructuredDecoder) DecodeListStream(mediaType string, body io.Reader, item func(any) error) (string, string, error) {
+	return d.decodeListStreamHeld(mediaType, body, nil, item)
+}
+
+func (d unstructuredDecoder) decodeListStreamHeld(mediaType string, body io.Reader, h *heldItems, item func(any) error) (string, string, error) {
 	if err := only(mediaType, MediaCBOR, MediaJSON); err != nil {
 		return "", "", err
 	}
@@ -232,6 +305,9 @@ func (d unstructuredDecoder) DecodeListStream(mediaType string, body io.Reader, 
 		return l.resourceVersion, l.cont, nil
 	}
 	l, err := streamJSONList(body, func(l *jsonList, raw []byte) error {
+		if kept, err := h.keepJSON(raw); kept || err != nil {
+			return err
+		}
 		obj, err := decodeUnstructuredItem(l, raw)
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -196,6 +197,7 @@ func FuzzJSONList(f *testing.F) {
 			if whole.Err == nil && streamed.Err == nil {
 				require.Equal(t, whole, streamed, decoder)
 			}
+			checkHeldList(t, decoder, httpapi.MediaJSON, body, streamed)
 		}
 	})
 }
@@ -212,5 +214,35 @@ func FuzzProtobufListStream(f *testing.F) {
 		if whole.Err == nil && streamed.Err == nil {
 			require.Equal(t, whole, streamed)
 		}
+		checkHeldList(t, "typed", httpapi.MediaProtobuf, body, streamed)
 	})
+}
+
+// checkHeldList decodes body for a store that holds every item the plain streamed decode gave
+// at its resourceVersion: wherever that decode succeeded, this one does too, with the same
+// list, each item either the same object or left undecoded with that object's key and
+// resourceVersion.
+func checkHeldList(t *testing.T, decoder, media string, body []byte, plain httpapi.ListResultForTest) {
+	t.Helper()
+	if plain.Err != nil {
+		return
+	}
+	items, rv, cont, err := httpapi.DecodeListHeldForTest(decoder, media, body, heldMap(heldFromItems(t, plain.Items)))
+	require.NoError(t, err, decoder)
+	require.Equal(t, plain.RV, rv, decoder)
+	require.Equal(t, plain.Continue, cont, decoder)
+	require.Len(t, items, len(plain.Items), decoder)
+	for i, item := range items {
+		if item.Object != nil {
+			require.Equal(t, plain.Items[i], item.Object, decoder)
+			continue
+		}
+		m, err := meta.Accessor(plain.Items[i])
+		require.NoError(t, err, decoder)
+		key := m.GetName()
+		if m.GetNamespace() != "" {
+			key = m.GetNamespace() + "/" + key
+		}
+		require.Equal(t, httpapi.HeldItemForTest{Key: key, RV: m.GetResourceVersion()}, item, decoder)
+	}
 }

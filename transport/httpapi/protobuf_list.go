@@ -32,6 +32,7 @@ type protobufListLayout struct {
 	item       reflect.Type // the item struct (corev1.Pod); []T and []*T both decode to *T
 	metaField  fieldNumber
 	itemsField fieldNumber
+	itemMeta   fieldNumber // the item's ObjectMeta; 0: items are always decoded
 }
 
 // listLayout reads the layout from the list type's struct tags.
@@ -61,6 +62,7 @@ func listLayout(list runtime.Object) (protobufListLayout, bool) {
 	if !reflect.PointerTo(l.item).Implements(reflect.TypeOf((*protoUnmarshaler)(nil)).Elem()) {
 		return protobufListLayout{}, false
 	}
+	l.itemMeta = objectMetaField(l.item)
 	return l, true
 }
 

@@ -164,7 +164,7 @@ func (r *recordingReader) rest() io.Reader {
 // streamProtobufList decodes a protobuf LIST body from body item by item, calling item with
 // each. When the body does not fit the item-by-item decode it returns errNotStreamable and
 // rest, the body from its first byte, before any item was handed over.
-func streamProtobufList(scheme *runtime.Scheme, body io.Reader, item func(any) error) (rv, cont string, rest io.Reader, err error) {
+func streamProtobufList(scheme *runtime.Scheme, body io.Reader, h *heldItems, item func(any) error) (rv, cont string, rest io.Reader, err error) {
 	rec := &recordingReader{r: body, rec: &bytes.Buffer{}}
 	p := &protoStream{br: bufio.NewReaderSize(rec, 32<<10), left: -1}
 	var magic [4]byte
@@ -216,7 +216,7 @@ func streamProtobufList(scheme *runtime.Scheme, body io.Reader, item func(any) e
 				return "", "", rec.rest(), errNotStreamable
 			}
 			rec.rec, streamed = nil, true
-			if err := p.streamListMessage(l, layout, gvk, &lm, item); err != nil {
+			if err := p.streamListMessage(l, layout, gvk, &lm, h, item); err != nil {
 				return "", "", nil, fmt.Errorf("decoding the %s: %w", gvk.Kind, err)
 			}
 		default: // contentEncoding and contentType, which apimachinery's decode ignores too
@@ -235,8 +235,8 @@ func streamProtobufList(scheme *runtime.Scheme, body io.Reader, item func(any) e
 var errRepeatedList = errors.New("the envelope holds more than one list message")
 
 // streamListMessage reads the list message of length l: its metadata into lm, each item to
-// item.
-func (p *protoStream) streamListMessage(l int64, layout protobufListLayout, gvk schema.GroupVersionKind, lm *metav1.ListMeta, item func(any) error) error {
+// item, or to h when the store holds it unchanged.
+func (p *protoStream) streamListMessage(l int64, layout protobufListLayout, gvk schema.GroupVersionKind, lm *metav1.ListMeta, h *heldItems, item func(any) error) error {
 	p.left = l
 	defer func() { p.left = -1 }()
 	n := 0
@@ -267,6 +267,13 @@ func (p *protoStream) streamListMessage(l int64, layout protobufListLayout, gvk 
 		}
 		if num == layout.metaField {
 			if err := lm.Unmarshal(b); err != nil {
+				return err
+			}
+			continue
+		}
+		if kept, err := h.keepProtobuf(b, layout.itemMeta); kept || err != nil {
+			n++
+			if err != nil {
 				return err
 			}
 			continue

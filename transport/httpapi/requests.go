@@ -49,8 +49,17 @@ func (t *Transport) accept(c *fsm.Command) string {
 // Nothing holds the page: each item is the driver's once emitted (docs/semantics.md,
 // "Relists").
 func (t *Transport) List(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
+	t.ListHeld(ctx, c, nil, emit)
+}
+
+// ListHeld is List for a relist into a store that says which versions it holds
+// (driver.SkippingTransport): an item whose namespace, name and resourceVersion, read from its
+// bytes, are what held reports is emitted as an EvListItem with its Key and ResourceVersion
+// and no Object, without being decoded (docs/semantics.md, "Relists"). held nil decodes every
+// item.
+func (t *Transport) ListHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
 	n := 0
-	e := t.list(ctx, &c, func(obj any, key, rv string) error {
+	e := t.list(ctx, &c, held, func(obj any, key, rv string) error {
 		if !emit(fsm.Event{Kind: fsm.EvListItem, Request: c.Request, Key: key, ResourceVersion: rv, Object: obj}) {
 			return errEmitRefused
 		}
@@ -72,7 +81,7 @@ var errEmitRefused = errors.New("the driver took no more events")
 // no event (Kind 0) when item refused to go on.
 // The body is read through a bound of MaxListBytes; a body cut midway fails as the read that
 // cut it, a body that does not decode as a decode error.
-func (t *Transport) list(ctx context.Context, c *fsm.Command, item func(obj any, key, rv string) error) fsm.Event {
+func (t *Transport) list(ctx context.Context, c *fsm.Command, held func(namespace, name string) (string, bool), item func(obj any, key, rv string) error) fsm.Event {
 	failed := func(f *fsm.Failure) fsm.Event {
 		return fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: f}
 	}
@@ -85,7 +94,11 @@ func (t *Transport) list(ctx context.Context, c *fsm.Command, item func(obj any,
 		return failed(failureFromResponse(resp, t.cfg.Clock.Now()))
 	}
 	body := &listBody{r: resp.Body, max: t.cfg.MaxListBytes}
-	rv, cont, err := decodeListStream(t.cfg.Decoder, t.answered(resp), body, func(obj any) error {
+	var h *heldItems
+	if held != nil {
+		h = &heldItems{held: held, kept: func(key, rv string) error { return item(nil, key, rv) }}
+	}
+	rv, cont, err := decodeListStream(t.cfg.Decoder, t.answered(resp), body, h, func(obj any) error {
 		key, rv, err := transport.ItemKey(obj)
 		if err != nil {
 			return &itemFailure{transport.Failure(&fsm.DecodeError{Err: err})}
@@ -152,6 +165,15 @@ func (b *listBody) Read(p []byte) (int, error) {
 // c.SilenceBound is ended, and reported as a Timeout failure carrying a transport.SilentError
 // (docs/semantics.md, "silent watch").
 func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
+	t.WatchHeld(ctx, c, nil, emit)
+}
+
+// WatchHeld is Watch for a watch-list into a store that says which versions it holds
+// (driver.SkippingTransport): until the bookmark that ends the initial state, an ADDED frame
+// whose object's namespace, name and resourceVersion, read from the frame's bytes, are what
+// held reports is emitted with its Key and ResourceVersion and no Object, without decoding
+// the frame (docs/semantics.md, "Relists"). held nil decodes every frame.
+func (t *Transport) WatchHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
 	if c.FreshConnection {
 		closeIdleConnections(t.cfg.Client)
 	}
@@ -173,7 +195,11 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 	if !emit(fsm.Event{Kind: fsm.EvWatchOpened, Request: c.Request}) {
 		return
 	}
-	t.decodeStream(rctx, resp.Body, t.answered(resp), c.Request, sw, emit)
+	var skip *initialSkip
+	if _, builtin := t.cfg.Decoder.(heldListStreamDecoder); held != nil && c.SendInitialEvents && builtin {
+		skip = &initialSkip{held: held}
+	}
+	t.decodeStream(rctx, resp.Body, t.answered(resp), c.Request, sw, skip, emit)
 }
 
 // decodeStream turns the frames of a watch body in the given media type into events for emit
@@ -182,18 +208,21 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 // silence. JSON streams are a sequence of JSON objects; protobuf streams are length-delimited
 // frames, each a metav1.WatchEvent whose object is a protobuf body of its own; CBOR streams a
 // CBOR sequence of metav1.WatchEvent. Every frame is told to sw (nil: no silence bound).
-func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media string, request uint64, sw *transport.SilenceWatch, emit func(fsm.Event) bool) {
+//
+// With skip, the initial state's ADDED frames the store holds unchanged are read only as far
+// as their object's metadata (initialSkip).
+func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media string, request uint64, sw *transport.SilenceWatch, skip *initialSkip, emit func(fsm.Event) bool) {
 	// The framers read a frame's header and body separately, and an HTTP body's every Read
 	// takes a lock and goes through chunked decoding: a buffer in front makes them cheap.
 	lim := &frameLimiter{r: readCloser{bufio.NewReaderSize(body, 32<<10), body}, max: t.cfg.MaxFrameBytes}
 	var dec streaming.Decoder
 	switch media {
 	case MediaProtobuf:
-		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), protobufWatchEventDecoder{})
+		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), skip.frames(protobufWatchEventDecoder{}, protobufAddedMeta))
 	case MediaCBOR:
 		dec = streaming.NewDecoder(cbor.NewFramer().NewFrameReader(lim), cborWatchEventDecoder{})
 	default:
-		dec = streaming.NewDecoder(framer.NewJSONFramedReader(lim), watchEventDecoder{})
+		dec = streaming.NewDecoder(framer.NewJSONFramedReader(lim), skip.frames(watchEventDecoder{}, jsonAddedMeta))
 	}
 	defer dec.Close()
 	for {
@@ -215,7 +244,14 @@ func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media 
 			return
 		}
 		sw.Frame()
+		if kept, ok := skip.take(); ok {
+			if !emit(fsm.Event{Kind: fsm.EvWatchEvent, Request: request, Type: fsm.Added, Key: kept.key, ResourceVersion: kept.rv}) {
+				return
+			}
+			continue
+		}
 		e, ok := t.frameEvent(&we, media, request)
+		skip.seen(&e)
 		if !emit(e) || !ok {
 			return
 		}
