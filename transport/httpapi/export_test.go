@@ -128,3 +128,9 @@ func DecodeStreamHeldForTest(mediaType string, body io.ReadCloser, held func(nam
 	t := &Transport{cfg: Config{Decoder: Typed(scheme.Scheme), MaxFrameBytes: 1 << 20}}
 	t.decodeStream(context.Background(), body, mediaType, 1, nil, &initialSkip{held: held}, emit)
 }
+
+// DecodeStreamWithForTest decodes a watch stream in the given media type with the decoder d.
+func DecodeStreamWithForTest(mediaType string, d Decoder, body io.ReadCloser, maxFrame int64, emit func(fsm.Event) bool) {
+	t := &Transport{cfg: Config{Decoder: d, MaxFrameBytes: maxFrame}}
+	t.decodeStream(context.Background(), body, mediaType, 1, nil, nil, emit)
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,7 @@ func FuzzWatchStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkStream(t, body, httpapi.DecodeStreamForTest)
 		checkStream(t, body, heldStream(httpapi.MediaJSON))
+		checkDecodedOnce(t, httpapi.MediaJSON, httpapi.Unstructured(), body)
 	})
 }
 
@@ -74,6 +76,7 @@ func FuzzProtobufWatchStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkStream(t, body, httpapi.DecodeProtobufStreamForTest)
 		checkStream(t, body, heldStream(httpapi.MediaProtobuf))
+		checkDecodedOnce(t, httpapi.MediaProtobuf, httpapi.Typed(scheme.Scheme), body)
 	})
 }
 
@@ -145,4 +148,23 @@ func heldStream(media string) func(io.ReadCloser, int64, func(fsm.Event) bool) {
 // describes: only such an event may come without its object.
 func kept(e fsm.Event) bool {
 	return e.Type == fsm.Added && e.Key == "ns/a" && e.ResourceVersion == "5"
+}
+
+// ownDecoder is a built-in decoder disguised as a caller's own, whose frames are decoded into
+// a WatchEvent before their object, as every frame was before frames were decoded once.
+type ownDecoder struct{ httpapi.Decoder }
+
+// checkDecodedOnce holds the stream's events, decoded once per frame, to what decoding each
+// frame into a WatchEvent first gives: the same events, objects and failures.
+func checkDecodedOnce(t *testing.T, media string, d httpapi.Decoder, body []byte) {
+	t.Helper()
+	events := func(d httpapi.Decoder) []fsm.Event {
+		var out []fsm.Event
+		httpapi.DecodeStreamWithForTest(media, d, io.NopCloser(bytes.NewReader(body)), 4096, func(e fsm.Event) bool {
+			out = append(out, e)
+			return true
+		})
+		return out
+	}
+	require.Equal(t, events(ownDecoder{d}), events(d))
 }

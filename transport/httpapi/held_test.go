@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/transport/httpapi"
@@ -175,5 +176,56 @@ func TestWatchHeldSkipsOnlyTheInitialState(t *testing.T) {
 		require.Equal(t, "ns/a", got[3].Key, media)
 		require.NotNil(t, got[3].Object, media)
 		require.Equal(t, fsm.EvWatchEnded, got[4].Kind, media)
+	}
+}
+
+// A watch frame's object is decoded straight from the frame for the built-in decoders, JSON
+// and protobuf, and the events are exactly those of decoding each frame into a WatchEvent
+// first — including the frames the scan leaves to that decode (an escaped type, a null
+// object, a repeated field, an unknown type) — with fewer allocations.
+func TestWatchFramesDecodedOnce(t *testing.T) {
+	obj := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","resourceVersion":"5"},"data":{"k":"v"}}`
+	jsonStream := []byte(`{"type":"ADDED","object":` + obj + "}\n" +
+		`{"object":` + obj + `,"type":"MODIFIED"}` + "\n" +
+		`{"type":"DEL\u0045TED","object":` + obj + "}\n" +
+		`{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"9"}}}` + "\n" +
+		`{"type":"ADDED","object":null}` + "\n")
+	var pb bytes.Buffer
+	for _, typ := range []string{"ADDED", "MODIFIED", "DELETED"} {
+		frame, err := (&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: encodeProtobuf(t, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "5"}, Data: map[string]string{"k": "v"}})}}).Marshal()
+		require.NoError(t, err)
+		pb.Write(binary.BigEndian.AppendUint32(nil, uint32(len(frame))))
+		pb.Write(frame)
+	}
+	for name, c := range map[string]struct {
+		media   string
+		decoder httpapi.Decoder
+		body    []byte
+	}{
+		"json typed":        {httpapi.MediaJSON, httpapi.Typed(scheme.Scheme), jsonStream},
+		"json unstructured": {httpapi.MediaJSON, httpapi.Unstructured(), jsonStream},
+		"json metadata":     {httpapi.MediaJSON, httpapi.Metadata(), jsonStream},
+		"json unknown type": {httpapi.MediaJSON, httpapi.Typed(scheme.Scheme), []byte(`{"type":"ADDEDX","object":` + obj + "}\n")},
+		"json type twice":   {httpapi.MediaJSON, httpapi.Typed(scheme.Scheme), []byte(`{"type":"ADDED","type":"DELETED","object":` + obj + "}\n")},
+		"protobuf typed":    {httpapi.MediaProtobuf, httpapi.Typed(scheme.Scheme), pb.Bytes()},
+		"protobuf metadata": {httpapi.MediaProtobuf, httpapi.Metadata(), pb.Bytes()},
+	} {
+		decode := func(d httpapi.Decoder) []fsm.Event {
+			var out []fsm.Event
+			httpapi.DecodeStreamWithForTest(c.media, d, io.NopCloser(bytes.NewReader(c.body)), 1<<20, func(e fsm.Event) bool {
+				out = append(out, e)
+				return true
+			})
+			return out
+		}
+		once, twice := decode(c.decoder), decode(ownDecoder{c.decoder})
+		require.Equal(t, twice, once, name)
+		require.NotEmpty(t, once, name)
+		if name == "json typed" || name == "protobuf typed" {
+			require.Greater(t, len(once), 2, name)
+			require.NotNil(t, once[0].Object, name)
+			require.Less(t, testing.AllocsPerRun(20, func() { decode(c.decoder) }), testing.AllocsPerRun(20, func() { decode(ownDecoder{c.decoder}) }), name)
+		}
 	}
 }

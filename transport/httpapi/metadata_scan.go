@@ -346,30 +346,8 @@ func scanProtobufMeta(b []byte, metaField fieldNumber) (m itemMeta, ok bool) {
 // envelope (the magic number, then a runtime.Unknown: typeMeta 1, raw 2, contentEncoding 3,
 // contentType 4). Not ok for a frame with anything repeated or an encoded object.
 func scanProtobufWatchFrame(frame []byte) (typ, object []byte, ok bool) {
-	var ext []byte
-	types, exts := 0, 0
-	if !protoFields(frame, func(num fieldNumber, wt uint64, v []byte) bool {
-		switch num {
-		case 1:
-			typ, types = v, types+1
-		case 2:
-			ext, exts = v, exts+1
-		default:
-			return true
-		}
-		return wt == wireBytes
-	}) || types != 1 || exts != 1 {
-		return nil, nil, false
-	}
-	var raw []byte
-	raws := 0
-	if !protoFields(ext, func(num fieldNumber, wt uint64, v []byte) bool {
-		if num == 1 {
-			raw, raws = v, raws+1
-			return wt == wireBytes
-		}
-		return true
-	}) || raws != 1 || len(raw) < len(protobufMagic) || string(raw[:len(protobufMagic)]) != string(protobufMagic) {
+	typ, raw, ok := scanProtobufWatchEvent(frame)
+	if !ok || len(raw) < len(protobufMagic) || string(raw[:len(protobufMagic)]) != string(protobufMagic) {
 		return nil, nil, false
 	}
 	objects := 0
@@ -451,4 +429,36 @@ func protoFields(b []byte, fn func(num fieldNumber, typ uint64, v []byte) bool) 
 		}
 	}
 	return true
+}
+
+// scanProtobufWatchEvent reads a protobuf watch frame — a metav1.WatchEvent: type (1), object
+// (2, a runtime.RawExtension whose raw is 1) — as far as its type and its object's raw bytes,
+// each of which must appear once.
+func scanProtobufWatchEvent(frame []byte) (typ, raw []byte, ok bool) {
+	var ext []byte
+	types, exts := 0, 0
+	if !protoFields(frame, func(num fieldNumber, wt uint64, v []byte) bool {
+		switch num {
+		case 1:
+			typ, types = v, types+1
+		case 2:
+			ext, exts = v, exts+1
+		default:
+			return true
+		}
+		return wt == wireBytes
+	}) || types != 1 || exts != 1 {
+		return nil, nil, false
+	}
+	raws := 0
+	if !protoFields(ext, func(num fieldNumber, wt uint64, v []byte) bool {
+		if num == 1 {
+			raw, raws = v, raws+1
+			return wt == wireBytes
+		}
+		return true
+	}) || raws != 1 {
+		return nil, nil, false
+	}
+	return typ, raw, true
 }

@@ -218,11 +218,11 @@ func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media 
 	var dec streaming.Decoder
 	switch media {
 	case MediaProtobuf:
-		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), skip.frames(protobufWatchEventDecoder{}, protobufAddedMeta))
+		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), skip.frames(t.directly(protobufWatchEventDecoder{}, scanProtobufWatchEvent), protobufAddedMeta))
 	case MediaCBOR:
 		dec = streaming.NewDecoder(cbor.NewFramer().NewFrameReader(lim), cborWatchEventDecoder{})
 	default:
-		dec = streaming.NewDecoder(framer.NewJSONFramedReader(lim), skip.frames(watchEventDecoder{}, jsonAddedMeta))
+		dec = streaming.NewDecoder(framer.NewJSONFramedReader(lim), skip.frames(t.directly(watchEventDecoder{}, jsonWatchEvent), jsonAddedMeta))
 	}
 	defer dec.Close()
 	for {
