@@ -11,7 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rewatch/rewatch/fsm"
@@ -62,6 +66,8 @@ func TestListHeldLeavesUnchangedItemsUndecoded(t *testing.T) {
 		"metadata json":           {"metadata", httpapi.MediaJSON, jsonPods(t, 5)},
 		"unstructured json":       {"unstructured", httpapi.MediaJSON, jsonPods(t, 5)},
 		"typed protobuf":          {"typed", httpapi.MediaProtobuf, listPods(t, 5)},
+		"unstructured cbor":       {"unstructured", httpapi.MediaCBOR, cborConfigMaps(t, 5)},
+		"unstructured cbor, CRs":  {"unstructured", httpapi.MediaCBOR, cborWidgets(t, 5)},
 	} {
 		plain, _ := httpapi.DecodeListBothWaysForTest(c.decoder, c.media, c.body)
 		require.NoError(t, plain.Err, name)
@@ -100,6 +106,7 @@ func TestListHeldFailsAsBefore(t *testing.T) {
 	}{
 		"json":     {"typed", httpapi.MediaJSON, jsonPods(t, 3)},
 		"protobuf": {"typed", httpapi.MediaProtobuf, listPods(t, 3)},
+		"cbor":     {"unstructured", httpapi.MediaCBOR, cborConfigMaps(t, 3)},
 	} {
 		plain, _ := httpapi.DecodeListBothWaysForTest(c.decoder, c.media, c.body)
 		held := heldMap(heldFromItems(t, plain.Items))
@@ -228,4 +235,47 @@ func TestWatchFramesDecodedOnce(t *testing.T) {
 			require.Less(t, testing.AllocsPerRun(20, func() { decode(c.decoder) }), testing.AllocsPerRun(20, func() { decode(ownDecoder{c.decoder}) }), name)
 		}
 	}
+}
+
+// The same for a CBOR watch-list, read as unstructured objects: a CBOR sequence of WatchEvents
+// whose objects are embedded, as kube-apiserver writes them with CBOR serving on.
+func TestWatchHeldSkipsOnlyTheInitialStateCBOR(t *testing.T) {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	info := cbor.NewSerializerInfo(s, s)
+	cm := func(name, rv string, annotations map[string]any) []byte {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": rv}, "data": map[string]any{"k": "v"}}}
+		if annotations != nil {
+			u.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		}
+		var b bytes.Buffer
+		require.NoError(t, info.Serializer.Encode(u, &b))
+		return b.Bytes()
+	}
+	var body bytes.Buffer
+	enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(&body), info.StreamSerializer.Serializer)
+	for _, e := range []metav1.WatchEvent{
+		{Type: "ADDED", Object: runtime.RawExtension{Raw: cm("a", "5", nil)}},
+		{Type: "ADDED", Object: runtime.RawExtension{Raw: cm("b", "7", nil)}},
+		{Type: "BOOKMARK", Object: runtime.RawExtension{Raw: cm("", "9", map[string]any{})}},
+		{Type: "ADDED", Object: runtime.RawExtension{Raw: cm("a", "5", nil)}},
+	} {
+		require.NoError(t, enc.Encode(&e))
+	}
+	held := heldMap(map[string]string{"ns/a": "5", "ns/b": "6"})
+	var got []fsm.Event
+	httpapi.DecodeStreamHeldWithForTest(httpapi.MediaCBOR, httpapi.Unstructured(), io.NopCloser(&body), held, func(e fsm.Event) bool {
+		got = append(got, e)
+		return true
+	})
+	require.Len(t, got, 5)
+	require.Equal(t, fsm.Event{Kind: fsm.EvWatchEvent, Request: 1, Type: fsm.Added, Key: "ns/a", ResourceVersion: "5"}, got[0])
+	require.Equal(t, "ns/b", got[1].Key)
+	require.Equal(t, "7", got[1].Object.(*unstructured.Unstructured).GetResourceVersion())
+	require.True(t, got[2].InitialEventsEnd)
+	require.Equal(t, "ns/a", got[3].Key)
+	require.NotNil(t, got[3].Object)
+	require.Equal(t, fsm.EvWatchEnded, got[4].Kind)
+	require.Nil(t, got[4].Failure)
 }

@@ -42,7 +42,8 @@ type cborList struct {
 
 // streamCBORList reads a CBOR list from body and calls item with each element of "items",
 // decoded, in order. asked is the apiVersion the request asked for ("" if unknown).
-func streamCBORList(body io.Reader, asked string, item func(any) error) (*cborList, error) {
+// Items the store holds unchanged (h) are handed to h undecoded.
+func streamCBORList(body io.Reader, asked string, h *heldItems, item func(any) error) (*cborList, error) {
 	r := &cborReader{r: bufio.NewReaderSize(body, 32<<10)}
 	if err := r.skipSelfDescribed(); err != nil {
 		return nil, err
@@ -68,6 +69,13 @@ func streamCBORList(body io.Reader, asked string, item func(any) error) (*cborLi
 			return err
 		}
 		return item(obj)
+	}
+	// takeItem hands an item the store holds unchanged to h undecoded, and decodes any other.
+	takeItem := func(raw []byte) error {
+		if kept, err := h.keepCBOR(raw); kept || err != nil {
+			return err
+		}
+		return decodeItem(raw)
 	}
 	for i := 0; entries < 0 || i < entries; i++ {
 		if entries < 0 {
@@ -105,7 +113,7 @@ func streamCBORList(body io.Reader, asked string, item func(any) error) (*cborLi
 					pending = append(pending, bytes.Clone(raw))
 					return nil
 				}
-				return itemError(n, decodeItem(raw))
+				return itemError(n, takeItem(raw))
 			})
 		default:
 			raw, err = r.item(raw[:0], 0)
@@ -124,7 +132,7 @@ func streamCBORList(body io.Reader, asked string, item func(any) error) (*cborLi
 		return nil, fmt.Errorf("the list's apiVersion is %q, but its items came before it and were read as the %q the request asked for", l.apiVersion, assumed)
 	}
 	for i, raw := range pending {
-		if err := itemError(i, decodeItem(raw)); err != nil {
+		if err := itemError(i, takeItem(raw)); err != nil {
 			return nil, err
 		}
 		pending[i] = nil

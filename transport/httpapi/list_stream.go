@@ -52,6 +52,18 @@ func (h *heldItems) keepJSON(raw []byte) (bool, error) {
 	return h.keep(m)
 }
 
+// keepCBOR does the same for the CBOR item raw.
+func (h *heldItems) keepCBOR(raw []byte) (bool, error) {
+	if h == nil {
+		return false, nil
+	}
+	m, ok := scanCBORMeta(raw)
+	if !ok {
+		return false, nil
+	}
+	return h.keep(m)
+}
+
 // keepProtobuf does the same for the protobuf object message b, whose ObjectMeta is field
 // metaField.
 func (h *heldItems) keepProtobuf(b []byte, metaField fieldNumber) (bool, error) {
@@ -298,7 +310,7 @@ func (d unstructuredDecoder) decodeListStreamHeld(mediaType string, body io.Read
 		return "", "", err
 	}
 	if mediaType == MediaCBOR {
-		l, err := streamCBORList(body, d.apiVersion, item)
+		l, err := streamCBORList(body, d.apiVersion, h, item)
 		if err != nil {
 			return "", "", err
 		}

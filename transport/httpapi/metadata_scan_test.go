@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/binary"
 	"reflect"
 	"testing"
@@ -182,4 +183,51 @@ func TestUnchanged(t *testing.T) {
 	}
 	raw := []byte(`{"metadata":{"name":"a","namespace":"ns","resourceVersion":"5","labels":{"x":"y"}},"data":{"k":"v"}}`)
 	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = scanJSONMeta(raw) }))
+}
+
+// The CBOR scanner reads what apimachinery writes (byte-string keys and values, the
+// self-described tag) and text strings alike, skips every other data item however nested or
+// of indefinite length, and vouches for nothing unusual.
+func TestScanCBORMeta(t *testing.T) {
+	bs := func(s string) []byte { return append([]byte{0x40 | byte(len(s))}, s...) } // short byte string
+	ts := func(s string) []byte { return append([]byte{0x60 | byte(len(s))}, s...) } // short text string
+	cat := func(parts ...[]byte) []byte {
+		var b []byte
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		return b
+	}
+	meta3 := cat([]byte{0xa3}, bs("name"), bs("a"), bs("namespace"), bs("ns"), bs("resourceVersion"), bs("5"))
+	data := cat(bs("data"), []byte{0xa1}, bs("metadata"), []byte{0xa2}, bs("name"), bs("wrong"), bs("resourceVersion"), bs("1"))
+	for name, c := range map[string]struct {
+		raw  []byte
+		want []string
+	}{
+		"byte strings":          {cat([]byte{0xa1}, bs("metadata"), meta3), []string{"ns", "a", "5"}},
+		"text strings":          {cat([]byte{0xa1}, ts("metadata"), []byte{0xa2}, ts("name"), ts("a"), ts("resourceVersion"), ts("5")), []string{"", "a", "5"}},
+		"self-described":        {cat(cborMagic, []byte{0xa1}, bs("metadata"), meta3), []string{"ns", "a", "5"}},
+		"nested metadata first": {cat([]byte{0xa2}, data, bs("metadata"), meta3), []string{"ns", "a", "5"}},
+		"other items": {cat([]byte{0xa2}, bs("spec"), []byte{0x9f, 0x01, 0x3a, 0, 1, 0, 0, 0xf9, 0x3c, 0, 0xc1, 0x1a, 0, 0, 0, 1, 0x5f, 0x41, 'x', 0xff, 0xbf, 0x01, 0xf5, 0xff, 0xf6, 0xff},
+			bs("metadata"), meta3), []string{"ns", "a", "5"}},
+
+		"no metadata":          {cat([]byte{0xa1}, data), nil},
+		"metadata twice":       {cat([]byte{0xa2}, bs("metadata"), meta3, bs("metadata"), meta3), nil},
+		"name twice":           {cat([]byte{0xa1}, bs("metadata"), []byte{0xa3}, bs("name"), bs("a"), bs("name"), bs("b"), bs("resourceVersion"), bs("5")), nil},
+		"name not a string":    {cat([]byte{0xa1}, bs("metadata"), []byte{0xa2}, bs("name"), []byte{0x05}, bs("resourceVersion"), bs("5")), nil},
+		"no resourceVersion":   {cat([]byte{0xa1}, bs("metadata"), []byte{0xa1}, bs("name"), bs("a")), nil},
+		"indefinite top map":   {cat([]byte{0xbf}, bs("metadata"), meta3, []byte{0xff}), nil},
+		"metadata null":        {cat([]byte{0xa1}, bs("metadata"), []byte{0xf6}), nil},
+		"cut":                  {cat([]byte{0xa1}, bs("metadata"), meta3)[:20], nil},
+		"trailing data":        {cat([]byte{0xa1}, bs("metadata"), meta3, []byte{0x00}), nil},
+		"bad chunk":            {cat([]byte{0xa2}, bs("x"), []byte{0x5f, 0x61, 'x', 0xff}, bs("metadata"), meta3), nil},
+		"reserved information": {cat([]byte{0xa2}, bs("x"), []byte{0x1c}, bs("metadata"), meta3), nil},
+		"huge length":          {cat([]byte{0xa2}, bs("x"), []byte{0x5b, 0x7f, 0, 0, 0, 0, 0, 0, 0}, bs("metadata"), meta3), nil},
+		"not a map":            {[]byte{0x80}, nil},
+		"empty":                {nil, nil},
+	} {
+		require.Equal(t, c.want, metaOf(scanCBORMeta(c.raw)), name)
+	}
+	deep := append(bytes.Repeat([]byte{0x81}, 100), 0x00)
+	require.Nil(t, metaOf(scanCBORMeta(cat([]byte{0xa2}, bs("x"), deep, bs("metadata"), meta3))), "nesting past the bound")
 }

@@ -220,7 +220,7 @@ func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media 
 	case MediaProtobuf:
 		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), skip.frames(t.directly(protobufWatchEventDecoder{}, scanProtobufWatchEvent), protobufAddedMeta))
 	case MediaCBOR:
-		dec = streaming.NewDecoder(cbor.NewFramer().NewFrameReader(lim), cborWatchEventDecoder{})
+		dec = streaming.NewDecoder(cbor.NewFramer().NewFrameReader(lim), skip.frames(cborWatchEventDecoder{}, cborAddedMeta))
 	default:
 		dec = streaming.NewDecoder(framer.NewJSONFramedReader(lim), skip.frames(t.directly(watchEventDecoder{}, jsonWatchEvent), jsonAddedMeta))
 	}

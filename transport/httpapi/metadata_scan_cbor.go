@@ -1,0 +1,191 @@
+package httpapi
+
+import "bytes"
+
+// The CBOR side of metadata_scan.go: an item's namespace, name and resourceVersion read from
+// its bytes without decoding or allocating, so that a relist leaves undecoded what the store
+// holds unchanged. apimachinery writes strings, map keys included, as CBOR byte strings and
+// reads text strings alike, so both are accepted. Only what is plainly one object is vouched
+// for — a map of definite length, "metadata" once, each of its three fields once and a
+// definite string, every data item well formed and the item's bytes read to their end;
+// anything else is decoded, and so fails or not exactly as before. What the scan does not
+// check is what only a decode would (a duplicate key deep in the object, a text string that
+// is not UTF-8): an item at the resourceVersion of an object the store holds is that object,
+// which decoded (docs/semantics.md, "Relists").
+
+// scanCBORMeta reads the metadata of the CBOR object raw (optionally self-described).
+func scanCBORMeta(raw []byte) (m itemMeta, ok bool) {
+	var seenMeta bool
+	end, ok := cborMapFields(raw, skipSelfDescribedAt(raw, 0), func(key []byte, v int) (int, bool) {
+		if string(key) != "metadata" {
+			return cborSkip(raw, v, 0)
+		}
+		if seenMeta {
+			return 0, false
+		}
+		seenMeta = true
+		var seen [3]bool
+		return cborMapFields(raw, v, func(key []byte, v int) (int, bool) {
+			var field *[]byte
+			var i int
+			switch string(key) {
+			case "namespace":
+				field, i = &m.namespace, 0
+			case "name":
+				field, i = &m.name, 1
+			case "resourceVersion":
+				field, i = &m.resourceVersion, 2
+			default:
+				return cborSkip(raw, v, 1)
+			}
+			if seen[i] {
+				return 0, false
+			}
+			seen[i] = true
+			s, next, ok := cborStringAt(raw, v)
+			*field = s
+			return next, ok
+		})
+	})
+	return m, ok && seenMeta && end == len(raw) && len(m.name) > 0 && len(m.resourceVersion) > 0
+}
+
+// cborAddedMeta is the object's metadata of a CBOR ADDED frame: a metav1.WatchEvent whose
+// object is embedded as a CBOR data item.
+func cborAddedMeta(frame []byte) (itemMeta, bool) {
+	var typ []byte
+	object, objects := -1, 0
+	end, ok := cborMapFields(frame, skipSelfDescribedAt(frame, 0), func(key []byte, v int) (int, bool) {
+		switch string(key) {
+		case "type":
+			if typ != nil {
+				return 0, false
+			}
+			s, next, ok := cborStringAt(frame, v)
+			typ = s
+			return next, ok && s != nil
+		case "object":
+			object, objects = v, objects+1
+		}
+		return cborSkip(frame, v, 0)
+	})
+	if !ok || end != len(frame) || objects != 1 || string(typ) != "ADDED" {
+		return itemMeta{}, false
+	}
+	next, _ := cborSkip(frame, object, 0)
+	return scanCBORMeta(frame[object:next])
+}
+
+func skipSelfDescribedAt(b []byte, i int) int {
+	if bytes.HasPrefix(b[i:], cborMagic) {
+		return i + len(cborMagic)
+	}
+	return i
+}
+
+// cborMapFields calls fn with each key of the definite-length map at b[i] and the offset of
+// its value; fn returns the offset after the value. It returns the offset after the map.
+func cborMapFields(b []byte, i int, fn func(key []byte, value int) (int, bool)) (int, bool) {
+	major, n, i, ok := cborHeadAt(b, i)
+	if !ok || major != cborMap || n > uint64(len(b)) {
+		return 0, false
+	}
+	for range n {
+		var key []byte
+		if key, i, ok = cborStringAt(b, i); !ok {
+			return 0, false
+		}
+		if i, ok = fn(key, i); !ok {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+// cborStringAt is the content of the definite-length byte or text string at b[i].
+func cborStringAt(b []byte, i int) (s []byte, next int, ok bool) {
+	major, n, i, ok := cborHeadAt(b, i)
+	if !ok || (major != cborBytes && major != cborText) || n > uint64(len(b)-i) {
+		return nil, 0, false
+	}
+	return b[i : i+int(n) : i+int(n)], i + int(n), true
+}
+
+// cborHeadAt reads the head of the data item at b[i]: its major type and argument, and the
+// offset after the head. An indefinite length or a break is not a head this reads.
+func cborHeadAt(b []byte, i int) (major byte, arg uint64, next int, ok bool) {
+	if i >= len(b) {
+		return 0, 0, 0, false
+	}
+	ib := b[i]
+	major, ai := ib>>5, ib&0x1f
+	i++
+	if ai < 24 {
+		return major, uint64(ai), i, true
+	}
+	size := argumentSize(ai)
+	if size == 0 || len(b)-i < size {
+		return 0, 0, 0, false
+	}
+	for _, c := range b[i : i+size] {
+		arg = arg<<8 | uint64(c)
+	}
+	return major, arg, i + size, true
+}
+
+// cborSkip is the offset after the data item at b[i], indefinite lengths included; depth
+// bounds the nesting as the stream reader does.
+func cborSkip(b []byte, i, depth int) (int, bool) {
+	if depth > cborMaxNesting || i >= len(b) {
+		return 0, false
+	}
+	if ai := b[i] & 0x1f; ai == 31 {
+		major := b[i] >> 5
+		if major < cborBytes || major > cborMap {
+			return 0, false
+		}
+		i++
+		for k := 0; ; k++ {
+			if i >= len(b) {
+				return 0, false
+			}
+			if b[i] == cborBreak {
+				return i + 1, major != cborMap || k%2 == 0
+			}
+			if (major == cborBytes || major == cborText) && (b[i]>>5 != major || b[i]&0x1f == 31) {
+				return 0, false // a string's chunks are definite strings of its type
+			}
+			var ok bool
+			if i, ok = cborSkip(b, i, depth+1); !ok {
+				return 0, false
+			}
+		}
+	}
+	major, n, i, ok := cborHeadAt(b, i)
+	if !ok {
+		return 0, false
+	}
+	switch major {
+	case cborBytes, cborText:
+		if n > uint64(len(b)-i) {
+			return 0, false
+		}
+		return i + int(n), true
+	case cborArray, cborMap:
+		if n > uint64(len(b)-i) { // every element takes at least a byte
+			return 0, false
+		}
+		if major == cborMap {
+			n *= 2
+		}
+		for range n {
+			if i, ok = cborSkip(b, i, depth+1); !ok {
+				return 0, false
+			}
+		}
+		return i, true
+	case cborTag:
+		return cborSkip(b, i, depth+1)
+	}
+	return i, true
+}
