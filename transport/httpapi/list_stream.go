@@ -45,11 +45,7 @@ func (h *heldItems) keepJSON(raw []byte) (bool, error) {
 	if h == nil {
 		return false, nil
 	}
-	m, ok := scanJSONMeta(raw)
-	if !ok {
-		return false, nil
-	}
-	return h.keep(m)
+	return h.keep(scanJSONMeta(raw))
 }
 
 // keepCBOR does the same for the CBOR item raw.
@@ -57,11 +53,7 @@ func (h *heldItems) keepCBOR(raw []byte) (bool, error) {
 	if h == nil {
 		return false, nil
 	}
-	m, ok := scanCBORMeta(raw)
-	if !ok {
-		return false, nil
-	}
-	return h.keep(m)
+	return h.keep(scanCBORMeta(raw))
 }
 
 // keepProtobuf does the same for the protobuf object message b, whose ObjectMeta is field
@@ -70,14 +62,15 @@ func (h *heldItems) keepProtobuf(b []byte, metaField fieldNumber) (bool, error) 
 	if h == nil {
 		return false, nil
 	}
-	m, ok := scanProtobufMeta(b, metaField)
-	if !ok {
-		return false, nil
-	}
-	return h.keep(m)
+	return h.keep(scanProtobufMeta(b, metaField))
 }
 
-func (h *heldItems) keep(m itemMeta) (bool, error) {
+// keep hands the item whose metadata a scan read (scanned: it could vouch for it) to kept
+// when the store holds it unchanged.
+func (h *heldItems) keep(m itemMeta, scanned bool) (bool, error) {
+	if !scanned {
+		return false, nil
+	}
 	key, rv, ok := unchanged(h.held, m)
 	if !ok {
 		return false, nil
