@@ -58,13 +58,14 @@ func streamCBORList(body io.Reader, asked string, h *heldItems, item func(any) e
 		assumed  string // the apiVersion items were decoded with before the list's arrived
 		n        int
 		key, raw []byte
+		wrapped  bytes.Buffer // each item as a one-item list, reused from item to item
 	)
 	decodeItem := func(raw []byte) error {
 		apiVersion := l.apiVersion
 		if apiVersion == "" {
 			apiVersion, assumed = asked, asked
 		}
-		obj, err := decodeCBORListItem(l.kind, apiVersion, raw)
+		obj, err := decodeCBORListItem(&wrapped, l.kind, apiVersion, raw)
 		if err != nil {
 			return err
 		}
@@ -167,17 +168,17 @@ func cborString(raw []byte, s *string) error {
 }
 
 // decodeCBORListItem decodes one item of a CBOR list with apimachinery's serializer, as the
-// one item of a list of the given kind and apiVersion.
-func decodeCBORListItem(kind, apiVersion string, raw []byte) (*unstructured.Unstructured, error) {
-	var b bytes.Buffer
-	b.Grow(len(raw) + len(kind) + len(apiVersion) + 32)
+// one item of a list of the given kind and apiVersion written into b. b is reused for the next
+// item: the decode copies what it keeps (strings, maps), so nothing refers to it afterwards.
+func decodeCBORListItem(b *bytes.Buffer, kind, apiVersion string, raw []byte) (*unstructured.Unstructured, error) {
+	b.Reset()
 	b.Write(cborMagic)
 	b.WriteByte(cborMap<<5 | 3)
 	for _, kv := range [][2]string{{"kind", kind}, {"apiVersion", apiVersion}} {
-		writeCBORText(&b, kv[0])
-		writeCBORText(&b, kv[1])
+		writeCBORText(b, kv[0])
+		writeCBORText(b, kv[1])
 	}
-	writeCBORText(&b, "items")
+	writeCBORText(b, "items")
 	b.WriteByte(cborArray<<5 | 1)
 	b.Write(raw)
 	var l unstructured.UnstructuredList
