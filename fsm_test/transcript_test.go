@@ -20,10 +20,11 @@ import (
 //
 // Directives:
 //
-//	config [jitter=0] [backoff=zero] [watch-list] [internal-window=D] [internal-rewatches=N] [resume-rv-lifetime=D]
-//	       [retry-after-cap=D] [retry-after-spread=F] [page-size=N] [seed=N]
+//	config [KEY=VALUE | SWITCH]... [jitter=J] [backoff=zero]
 //	       a new machine with this configuration, from its initial snapshot; the output is the
-//	       configuration in force
+//	       configuration in force. Every transitions.Config tunable is a key, named as in
+//	       transitions.Tunables (retry-after-cap=1m, max-relists=2, a bare watch-list for a
+//	       switch; see parseConfig); jitter and backoff set the backoff policy
 //	[+D] EVENT [FIELD=VALUE]...
 //	       one event, in the words of the canonical printer (see scriptRunner), after the clock
 //	       has moved on by D if given: start, list-page rv=100, +800ms timer-fired, watch-error
