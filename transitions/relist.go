@@ -65,7 +65,7 @@ var deferredRelist = func() fsm.Transition {
 // row that waits anyway keeps its cause; beginRelist lengthens its wait. Step and Classify both
 // read it, so it changes nothing.
 func (m *Machine) relistRow(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition) fsm.Transition {
-	if row.To == fsm.Relisting && row.From == fsm.Watching && m.relistWait(s, e) > 0 {
+	if row.BeginsRelist() && row.To == fsm.Relisting && m.relistWait(s, e) > 0 {
 		return deferredRelist
 	}
 	return row
