@@ -252,12 +252,8 @@ func (d *driver) stage(c *fsm.Command) error {
 		d.staged = append(d.staged, c.Items...)
 		return nil
 	}
-	if d.replacing == nil {
-		r, err := d.incremental.BeginReplace()
-		if err != nil {
-			return fmt.Errorf("store: begin replace: %w", err)
-		}
-		d.replacing, d.put = r, 0
+	if err := d.beginReplace(); err != nil {
+		return err
 	}
 	switch {
 	case c.Object != nil:
@@ -274,6 +270,19 @@ func (d *driver) stage(c *fsm.Command) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// beginReplace opens a replacement of the incremental store unless one is open already.
+func (d *driver) beginReplace() error {
+	if d.replacing != nil {
+		return nil
+	}
+	r, err := d.incremental.BeginReplace()
+	if err != nil {
+		return fmt.Errorf("store: begin replace: %w", err)
+	}
+	d.replacing, d.put = r, 0
 	return nil
 }
 
@@ -323,14 +332,10 @@ func (d *driver) replace(c *fsm.Command) error {
 		}
 		return nil
 	}
-	r := d.replacing
-	if r == nil {
-		var err error
-		if r, err = d.incremental.BeginReplace(); err != nil {
-			return fmt.Errorf("store: begin replace: %w", err)
-		}
-		d.put = 0
+	if err := d.beginReplace(); err != nil {
+		return err
 	}
+	r := d.replacing
 	d.replacing = nil
 	if err := r.Finish(c.ResourceVersion); err != nil {
 		return fmt.Errorf("store: finish replace of %d objects at rv %s: %w", d.put, c.ResourceVersion, err)
