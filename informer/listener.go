@@ -8,8 +8,6 @@ import (
 	"github.com/go-logr/logr"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/rewatch/rewatch/clockx"
 )
 
 // notification is one call to make on a handler.
@@ -41,7 +39,6 @@ const pauseAfterPanic = time.Second
 type listener struct {
 	handler cache.ResourceEventHandler
 	logger  logr.Logger
-	clock   clockx.Clock
 	inf     *Informer
 	// resync is guarded by the processor's mu.
 	resync resyncClock
@@ -86,7 +83,7 @@ type segment struct {
 }
 
 func newListener(inf *Informer, h cache.ResourceEventHandler, logger logr.Logger, resync resyncClock, from uint64, replay []any) *listener {
-	l := &listener{handler: h, logger: logger, clock: inf.opts.Clock, inf: inf, resync: resync, from: from, replay: replay,
+	l := &listener{handler: h, logger: logger, inf: inf, resync: resync, from: from, replay: replay,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), synced: make(chan struct{})}
 	l.handedOver.Store(from - 1)
 	l.replayed.Store(len(replay) == 0)
@@ -222,7 +219,7 @@ func (l *listener) handle(n *notification) (completed bool) {
 
 // sleep waits d on the informer's clock; it is false if the listener was stopped meanwhile.
 func (l *listener) sleep(d time.Duration) bool {
-	t := l.clock.NewTimer(d)
+	t := l.inf.opts.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
