@@ -179,16 +179,15 @@ func (p *processor) add(l *listener) {
 	}
 }
 
-// remove unregisters l and stops it; it reports whether l was registered.
-func (p *processor) remove(l *listener) bool {
+// remove unregisters l and stops it; a listener no longer registered is left as it is.
+func (p *processor) remove(l *listener) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.listeners[l]; !ok {
-		return false
+		return
 	}
 	delete(p.listeners, l)
 	l.shutdown()
-	return true
 }
 
 // start runs l's goroutine; p.mu is held.
