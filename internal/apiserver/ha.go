@@ -162,7 +162,7 @@ func (h *HA) backends(without []int) []lbBackend {
 	var out []lbBackend
 	for i, a := range h.apis {
 		if !slices.Contains(without, i) {
-			out = append(out, lbBackend{name: fmt.Sprintf("api%d", i), addr: "127.0.0.1:" + strconv.Itoa(a.port)})
+			out = append(out, lbBackend{Name: fmt.Sprintf("api%d", i), Addr: "127.0.0.1:" + strconv.Itoa(a.port)})
 		}
 	}
 	return out

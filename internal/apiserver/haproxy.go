@@ -36,7 +36,8 @@ func HAProxyAvailable() error {
 	return err
 }
 
-type lbBackend struct{ name, addr string }
+// lbBackend is one server line of the configuration (its fields exported for the template).
+type lbBackend struct{ Name, Addr string }
 
 // haproxyConfig follows kubeadm's high-availability guide: TCP mode (TLS passes through to
 // the kube-apiservers), round robin, and an HTTPS health check of /readyz on each. Checks
@@ -91,15 +92,11 @@ func (lb *loadBalancer) masterSock() string {
 }
 
 func (lb *loadBalancer) write(backends []lbBackend) error {
-	type be struct{ Name, Addr string }
 	data := struct {
 		Socket   string
 		Port     int
-		Backends []be
-	}{Socket: lb.statsSock(), Port: lb.port}
-	for _, b := range backends {
-		data.Backends = append(data.Backends, be{b.name, b.addr})
-	}
+		Backends []lbBackend
+	}{Socket: lb.statsSock(), Port: lb.port, Backends: backends}
 	var buf bytes.Buffer
 	if err := haproxyConfig.Execute(&buf, data); err != nil {
 		return err
