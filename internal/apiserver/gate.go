@@ -163,11 +163,8 @@ func (g *gate) close() error {
 	for c := range g.conns {
 		_ = c.Close()
 	}
-	if g.frozen {
-		g.frozen = false
-		close(g.thawed)
-	}
 	g.mu.Unlock()
+	g.thaw() // wakes every relay held by a freeze, to find the gate closed
 	g.wg.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		return nil
