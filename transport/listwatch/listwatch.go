@@ -126,6 +126,10 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 		}
 		return
 	}
+	// The result channel is taken once, at once, and the watch stopped on the way out: a watch
+	// is handed over as client-go's reflector hands it, ResultChan then Stop, even when a stop
+	// comes before anything is read (a watcher may start its producer on ResultChan).
+	results := w.ResultChan()
 	defer w.Stop()
 	sw.Frame()
 	if !emit(fsm.Event{Kind: fsm.EvWatchOpened, Request: c.Request}) {
@@ -138,7 +142,7 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 				emit(fsm.Event{Kind: fsm.EvWatchEnded, Request: c.Request, Failure: transport.Failure(silent)})
 			}
 			return
-		case we, open := <-w.ResultChan():
+		case we, open := <-results:
 			if !open {
 				if ctx.Err() == nil {
 					emit(fsm.Event{Kind: fsm.EvWatchEnded, Request: c.Request})
