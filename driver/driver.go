@@ -35,6 +35,7 @@ func Run(ctx context.Context, cfg Config) error {
 			d.versioned = v
 		}
 	}
+	d.rvUpdater, _ = cfg.Store.(ResourceVersionUpdater)
 	d.s = m.Initial()
 	return d.loop(ctx)
 }
@@ -69,6 +70,8 @@ type driver struct {
 	skipping  SkippingTransport
 	replacing Replacement
 	put       int
+	// rvUpdater is the store when it follows the watch's progress (asked once).
+	rvUpdater ResourceVersionUpdater
 	stopped   bool
 	err       error
 }
@@ -123,6 +126,11 @@ func (d *driver) handle(e fsm.Event) {
 		if err = d.exec(&d.out[i]); err != nil {
 			break
 		}
+	}
+	if err == nil && cause == fsm.CauseWatchEvent && d.rvUpdater != nil {
+		// After the event was applied, as client-go's reflector tells it (docs/semantics.md,
+		// "Stores").
+		d.rvUpdater.UpdateResourceVersion(d.s.LastRV)
 	}
 	d.record(e, from, cause, err)
 	clear(d.out) // drop references to objects now in the store

@@ -18,6 +18,17 @@ type Store interface {
 	Replace(items []any, resourceVersion string) error
 }
 
+// ResourceVersionUpdater is a Store that tracks the reflector's progress: its method set is
+// client-go's cache.ResourceVersionUpdater, so a store written for client-go's reflector (a
+// store that follows bookmarks, as kube-apiserver's own watch cache does) plugs in unchanged.
+// The driver calls UpdateResourceVersion after each event of an established watch — an
+// object event once the store has applied it, or a bookmark — with the resourceVersion the
+// reflector now resumes from, as client-go's reflector does; not for a LIST or a watch-list's
+// initial state, whose resourceVersion comes with the Replace (docs/semantics.md, "Stores").
+type ResourceVersionUpdater interface {
+	UpdateResourceVersion(resourceVersion string)
+}
+
 // IncrementalStore is a Store that can take a full state item by item instead of in one
 // Replace, so that a relist never holds the new state and the old one whole at once
 // (docs/semantics.md, "Relists"). The driver uses it whenever the store has it; a store without

@@ -178,3 +178,50 @@ func TestWatchRefusedAtOpeningIsReadThenStopped(t *testing.T) {
 	tr.Watch(context.Background(), fsm.Command{Kind: fsm.CmdOpenWatch, Request: 1}, func(fsm.Event) bool { return false })
 	require.Equal(t, []string{"ResultChan", "Stop"}, c.get())
 }
+
+// progressStore is a cache.Store that also follows the reflector's progress, as client-go's
+// cache.ResourceVersionUpdater lets a store do.
+type progressStore struct {
+	cache.Store
+	mu       sync.Mutex
+	versions []string
+}
+
+var _ cache.ResourceVersionUpdater = (*progressStore)(nil)
+
+func (s *progressStore) UpdateResourceVersion(rv string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.versions = append(s.versions, rv)
+}
+
+func (s *progressStore) seen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.versions)
+}
+
+// A store that follows the reflector's progress is told the resourceVersion after every event of
+// the watch, object events and bookmarks alike; the LIST's resourceVersion comes with its
+// Replace, not through UpdateResourceVersion.
+func TestReflectorTellsTheStoreItsProgress(t *testing.T) {
+	eachReflector(t, func(t *testing.T, r reflectorRun) {
+		lw := &cache.ListWatch{
+			ListWithContextFunc: emptyList("1"),
+			WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				fw := watch.NewFakeWithChanSize(3, false)
+				if o.ResourceVersion == "1" {
+					fw.Add(cm("a", "2"))
+					fw.Modify(cm("a", "3"))
+					fw.Action(watch.Bookmark, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "5"}})
+				}
+				return fw, nil
+			},
+		}
+		store := &progressStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
+		stop := start(context.Background(), t, r, lw, store, reflectorOptions{})
+		require.Eventually(t, func() bool { return len(store.seen()) >= 3 }, 10*time.Second, time.Millisecond)
+		stop()
+		require.Equal(t, []string{"2", "3", "5"}, store.seen())
+	})
+}
