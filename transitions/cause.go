@@ -99,13 +99,13 @@ func (m *Machine) streamingListCause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 			// fall back to LIST for good, as client-go does.
 			return fsm.CauseWatchListUnsupported
 		case fsm.ClassExpired, fsm.ClassTooLargeRV:
-			if m.listRV(s) != "" {
+			if s.List.RV != "" {
 				return fsm.CauseListExpired
 			}
 		}
 		return fsm.CauseListFailed
 	case fsm.EvWatchError:
-		if c := classify(e.Failure); (c == fsm.ClassExpired || c == fsm.ClassTooLargeRV) && m.listRV(s) != "" {
+		if c := classify(e.Failure); (c == fsm.ClassExpired || c == fsm.ClassTooLargeRV) && s.List.RV != "" {
 			return fsm.CauseListExpired
 		}
 		return fsm.CauseInitialTransferCut

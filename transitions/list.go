@@ -30,10 +30,23 @@ func (m *Machine) listRV(s *fsm.Snapshot) string {
 	return s.LastRV
 }
 
+// streamRV is the resourceVersion a watch-list stream asks for: listRV, except that a first
+// stream asks for "" rather than "0". With resourceVersionMatch=NotOlderThan that is a
+// consistent snapshot, at least as new as etcd when the request arrived, where "0" takes
+// whatever the watch cache holds, possibly older than what the client saw from elsewhere
+// (client-go's watch-list asks the same; docs/semantics.md, "Streaming list").
+func (m *Machine) streamRV(s *fsm.Snapshot) string {
+	if rv := m.listRV(s); rv != "0" {
+		return rv
+	}
+	return ""
+}
+
 // startListing begins a new listing, as a watch-list stream when configured and supported.
 func (m *Machine) startListing(s *fsm.Snapshot, out *[]fsm.Command) {
 	s.List.RV = m.listRV(s)
 	if m.cfg.WatchList && !s.Server.WatchListUnsupported {
+		s.List.RV = m.streamRV(s)
 		s.List.Streaming = true
 		s.List.Continuing, s.List.Full = false, false
 		s.Request = m.nextID(s)
