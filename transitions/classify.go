@@ -105,17 +105,23 @@ func retryAfter(f *fsm.Failure) (time.Duration, bool) {
 
 // isTooLargeResourceVersion recognises the API server's answer to a resourceVersion ahead of its
 // own: a Timeout Status with cause ResourceVersionTooLarge. apimachinery has no predicate for it
-// (the server's lives in k8s.io/apiserver/pkg/storage); like client-go's reflector we also accept
-// the message older servers sent without the cause.
+// (the server's lives in k8s.io/apiserver/pkg/storage). Older servers said it otherwise, and
+// client-go's reflector reads them too: kube-apiserver 1.17.0–1.18.5 put the wording only in a
+// cause's message, with no cause type and a Status message of its own ("Timeout: too large
+// resource version"), and servers before 1.17 only in the Status message.
 func isTooLargeResourceVersion(err *apierrors.StatusError) bool {
 	st := err.ErrStatus
+	timeout := st.Code == http.StatusGatewayTimeout || st.Reason == metav1.StatusReasonTimeout
 	if st.Details != nil {
 		for _, c := range st.Details.Causes {
-			if c.Type == metav1.CauseTypeResourceVersionTooLarge {
+			if c.Type == metav1.CauseTypeResourceVersionTooLarge || timeout && c.Message == tooLargeRVWording {
 				return true
 			}
 		}
 	}
-	return (st.Code == http.StatusGatewayTimeout || st.Reason == metav1.StatusReasonTimeout) &&
-		strings.Contains(st.Message, "Too large resource version")
+	return timeout && strings.Contains(st.Message, tooLargeRVWording)
 }
+
+// tooLargeRVWording is how kube-apiserver words "too large resource version", in the cause's
+// message since 1.17 and in the Status's message before.
+const tooLargeRVWording = "Too large resource version"

@@ -99,6 +99,15 @@ func classifyCases() []classifyCase {
 		// The resourceVersion is ahead of the server.
 		{"504 with cause ResourceVersionTooLarge", httpStatus(504, tooLargeRVStatus()), fsm.ClassTooLargeRV},
 		{"504 Timeout with the old message only", httpStatus(504, metav1.Status{Code: 504, Reason: metav1.StatusReasonTimeout, Message: "Too large resource version: 5, current: 1"}), fsm.ClassTooLargeRV},
+		{"504 Timeout, kube-apiserver 1.17.0–1.18.5: the wording only in a cause's message", httpStatus(504, metav1.Status{Code: 504, Reason: metav1.StatusReasonTimeout, Message: "Timeout: too large resource version",
+			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Message: "Too large resource version"}}}}), fsm.ClassTooLargeRV},
+		{"504 Timeout with another cause's message", httpStatus(504, metav1.Status{Code: 504, Reason: metav1.StatusReasonTimeout, Message: "Timeout: request did not complete",
+			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Message: "etcd is slow"}}}}), fsm.ClassBusy},
+		{"client-go too large RV Status, 1.17.0–1.18.5 form", clientGoStatus(func() *apierrors.StatusError {
+			err := apierrors.NewTimeoutError("too large resource version", 1)
+			err.ErrStatus.Details.Causes = []metav1.StatusCause{{Message: "Too large resource version"}}
+			return err
+		}()), fsm.ClassTooLargeRV},
 		{"client-go too large RV Status", clientGoStatus(&apierrors.StatusError{ErrStatus: tooLargeRVStatus()}), fsm.ClassTooLargeRV},
 
 		// No response at all.
