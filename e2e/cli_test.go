@@ -82,10 +82,12 @@ func TestCLIWatchAgainstRealServerReplays(t *testing.T) {
 	require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
 	require.Less(t, time.Since(start), time.Second, "SIGINT stops within a second")
 
-	out := stdout.String()
+	// The reflector's story and the summary are on stderr; stdout has the objects.
+	story := stderr.String()
 	for _, want := range []string{"server-busy", "retry-watch", "expired", "list-complete", "LISTs avoided"} {
-		require.Contains(t, out, want)
+		require.Contains(t, story, want)
 	}
+	require.Contains(t, stdout.String(), "NAME")
 	require.Equal(t, 2, resourceLists(), "one LIST, plus one for the 410: %v", e.requests(faultproxy.List))
 
 	replay, err := exec.Command(bin, "replay", "--check", journalPath).CombinedOutput()
@@ -112,11 +114,11 @@ func TestCLIWatchResourceAsKubectlTypesIt(t *testing.T) {
 		t.Run(tc.resource, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "watch", tc.resource, "-n", e.ns, "--kubeconfig", kubeconfig, "-o", "json")
+			cmd := exec.CommandContext(ctx, bin, "watch", tc.resource, "-n", e.ns, "--kubeconfig", kubeconfig, "--trace=json")
 			var stdout, stderr syncbuf.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			require.NoError(t, cmd.Start())
-			synced := waitFor(30*time.Second, func() bool { return strings.Contains(stdout.String(), `"cause":"list-complete"`) })
+			synced := waitFor(30*time.Second, func() bool { return strings.Contains(stderr.String(), `"cause":"list-complete"`) })
 			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 			require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
 			require.True(t, synced, "no list-complete:\n%s\n%s", stdout.String(), stderr.String())
@@ -125,7 +127,8 @@ func TestCLIWatchResourceAsKubectlTypesIt(t *testing.T) {
 				listed = listed || r.Path == tc.path
 			}
 			require.True(t, listed, "no LIST of %s: %v", tc.path, e.requests(faultproxy.List))
-			require.Contains(t, stdout.String(), fmt.Sprintf(`"objects":%d`, tc.objects))
+			require.Contains(t, stderr.String(), fmt.Sprintf(`"objects":%d`, tc.objects))
+			require.Equal(t, tc.objects, strings.Count(stdout.String(), "\n")-min(tc.objects, 1), "a row per object, under a header")
 		})
 	}
 	e.report("CLI `rewatch watch configmaps` / `deployments.apps`", "resolved through discovery")

@@ -33,7 +33,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"watch", "LIST and WATCH a resource of a live cluster, printing every state transition", runWatch},
+		{"watch", "LIST and WATCH a resource of a live cluster, printing its objects as kubectl get -w does", runWatch},
 		{"demo", "run the reflector against an embedded simulated API server with injected faults", runDemo},
 		{"replay", "replay a journal, printing its transitions; --check verifies the commands", runReplay},
 		{"diagram", "draw the reflector's state machine (mermaid, dot, svg)", runDiagram},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -45,7 +46,8 @@ func TestHelpIsCompleteForEveryCommand(t *testing.T) {
 	flags := map[string][]string{
 		"watch": append([]string{"resource", "group", "version", "namespace", "n", "all-namespaces", "A", "selector", "l", "o",
 			"field-selector", "kubeconfig", "context",
-			"journal", "journal-full-capture", "output", "format", "metrics-addr", "backoff-initial", "backoff-cap"}, policyFlags...),
+			"journal", "journal-full-capture", "output", "output-watch-events", "watch", "w", "trace", "format", "metrics-addr",
+			"backoff-initial", "backoff-cap"}, policyFlags...),
 		"demo": append([]string{"objects", "faults", "seed", "duration", "rate", "output", "journal",
 			"backoff-initial", "backoff-cap"}, policyFlags...),
 		"replay":  {"check", "all", "output"},
@@ -232,14 +234,14 @@ func TestWatchPrintsTransitionsAndSummary(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"watch", "--resource", "configmaps", "--namespace", "default", "--kubeconfig", kubeconfig,
-			"--output", "json", "--journal", journalPath}, &out, &errb)
+			"--trace=json", "--journal", journalPath}, &out, &errb)
 	}()
-	waitFor(t, func() bool { return strings.Contains(out.String(), `"cause":"watch-opened"`) })
+	waitFor(t, func() bool { return strings.Contains(errb.String(), `"cause":"watch-opened"`) })
 	if _, err := srv.Update(sim.ConfigMaps, "default", "cm-0", map[string]string{"k": "v"}); err != nil {
 		t.Fatal(err)
 	}
 	srv.DropWatches() // a stream end: a transition line, and a re-watch rather than a LIST
-	waitFor(t, func() bool { return strings.Count(out.String(), `"cause":"watch-opened"`) >= 2 })
+	waitFor(t, func() bool { return strings.Count(errb.String(), `"cause":"watch-opened"`) >= 2 })
 	cancel()
 	var code int
 	select {
@@ -250,14 +252,17 @@ func TestWatchPrintsTransitionsAndSummary(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if out.String() == "" {
+		t.Fatal("no object rows on stdout")
+	}
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
 	last := lines[len(lines)-1]
 	for _, want := range []string{`"type":"summary"`, `"lists":1`, `"objects":3`, `"state":"Stopped"`, `"stream-ended":1`} {
 		if !strings.Contains(last, want) {
 			t.Errorf("summary lacks %s: %s", want, last)
 		}
 	}
-	if strings.Contains(out.String(), `"cause":"watch-event"`) {
+	if strings.Contains(errb.String(), `"cause":"watch-event"`) {
 		t.Error("a line was printed for a watch event")
 	}
 	if code, rout, rerr := runCLI(t, context.Background(), "replay", "--check", journalPath); code != exitOK {
@@ -313,9 +318,9 @@ func waitFor(t *testing.T, cond func() bool) {
 // The --output error names the flag a kubectl user knows, whichever spelling was typed.
 func TestOutputErrorNamesTheFlag(t *testing.T) {
 	for _, flagName := range []string{"--output", "-o"} {
-		code, _, errOut := runCLI(t, context.Background(), "watch", "--resource", "configmaps", flagName, "yaml")
+		code, _, errOut := runCLI(t, context.Background(), "watch", "--resource", "configmaps", flagName, "xml")
 		require.Equal(t, exitUsage, code)
-		require.Contains(t, errOut, `invalid value "yaml" for --output`)
+		require.Contains(t, errOut, `invalid value "xml" for --output`)
 	}
 }
 
@@ -338,10 +343,10 @@ func TestWatchShortFlagsAndContextNamespace(t *testing.T) {
 		args    []string
 		objects string
 	}{
-		{[]string{"-o", "json"}, `"objects":3`},
-		{[]string{"-o", "json", "-n", "team-a", "-l", "app=web"}, `"objects":2`},
-		{[]string{"-o", "json", "-A"}, `"objects":5`},
-		{[]string{"-o", "json", "--all-namespaces", "-l", "app=db"}, `"objects":0`},
+		{[]string{"--trace=json"}, `"objects":3`},
+		{[]string{"--trace=json", "-n", "team-a", "-l", "app=web"}, `"objects":2`},
+		{[]string{"--trace=json", "-A"}, `"objects":5`},
+		{[]string{"--trace=json", "--all-namespaces", "-l", "app=db"}, `"objects":0`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -350,22 +355,31 @@ func TestWatchShortFlagsAndContextNamespace(t *testing.T) {
 			done := make(chan int, 1)
 			args := append([]string{"watch", "--resource", "configmaps", "--kubeconfig", kubeconfig}, tc.args...)
 			go func() { done <- run(ctx, args, &out, &errb) }()
-			waitFor(t, func() bool { return strings.Contains(out.String(), `"cause":"watch-opened"`) })
+			waitFor(t, func() bool { return strings.Contains(errb.String(), `"cause":"watch-opened"`) })
 			cancel()
 			require.Equal(t, exitOK, <-done, "stderr %q", errb.String())
-			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
 			require.Contains(t, lines[len(lines)-1], tc.objects)
 		})
 	}
 }
 
 // docs/cli.md: a watch stopped before it ever synced exits 1 and says why, with the server's
-// message; every transition line carries that message too.
+// message. On the trace, each failed request is one line carrying the server's message as the
+// server wrote it: a 403's quotes are not escaped, and no log line repeats it.
 func TestWatchStoppedBeforeSyncSaysWhy(t *testing.T) {
+	const message = `configmaps is forbidden: User "system:anonymous" cannot list resource "configmaps" in API group "" in the namespace "default"`
+	var mu sync.Mutex
+	lists := 0
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		lists++
+		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}`)
+		w.WriteHeader(http.StatusForbidden)
+		b, _ := json.Marshal(map[string]any{"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+			"reason": "Forbidden", "code": 403})
+		w.Write(b)
 	}))
 	defer api.Close()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
@@ -375,14 +389,37 @@ func TestWatchStoppedBeforeSyncSaysWhy(t *testing.T) {
 	var out, errb syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"watch", "--resource", "configmapz", "--kubeconfig", kubeconfig}, &out, &errb)
+		done <- run(ctx, []string{"watch", "--resource", "configmaps", "-n", "default", "--kubeconfig", kubeconfig,
+			"--backoff-initial", "10ms", "--backoff-cap", "20ms"}, &out, &errb)
 	}()
-	waitFor(t, func() bool { return strings.Contains(out.String(), "list-rejected") })
+	waitFor(t, func() bool { return strings.Count(errb.String(), "list-rejected") >= 3 })
 	cancel()
 	require.Equal(t, exitFailure, <-done)
-	require.Contains(t, out.String(), `"the server could not find the requested resource"`, "the transition line carries the message")
-	require.Contains(t, errb.String(), "stopped before the initial list completed")
-	require.Contains(t, errb.String(), "404 NotFound: the server could not find the requested resource")
+	require.Empty(t, out.String(), "no objects: nothing on stdout")
+	stderr := errb.String()
+	require.NotContains(t, stderr, `\"`, "the server's message is printed unescaped")
+	var rejected, withMessage int
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for _, l := range lines {
+		if strings.Contains(l, "→ Backoff") && strings.Contains(l, "list-rejected") {
+			rejected++
+			require.Contains(t, l, "(status=403/Forbidden", "the transition line carries the failure")
+			require.True(t, strings.HasSuffix(l, ": "+message+")"), "the transition line carries the message: %s", l)
+		}
+		if strings.Contains(l, message) {
+			withMessage++
+		}
+	}
+	mu.Lock()
+	// The last request may have been answered after the stop and not taken.
+	require.LessOrEqual(t, rejected, lists, "at most one line per failed LIST")
+	mu.Unlock()
+	// Besides the transition lines: the summary's listing-failing line and the exit line, which
+	// name the last one.
+	require.Equal(t, rejected+2, withMessage, "%s", stderr)
+	last := lines[len(lines)-1]
+	require.Contains(t, last, "rewatch watch: stopped before the initial list completed")
+	require.Contains(t, last, "403 Forbidden: "+message)
 }
 
 // kubectl ignores a namespace for a cluster-scoped resource; so does watch, asking discovery,
@@ -414,9 +451,9 @@ func TestWatchClusterScopedIgnoresNamespace(t *testing.T) {
 	var out, errb syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"watch", "--resource", "nodes", "--kubeconfig", kubeconfig, "-o", "json"}, &out, &errb)
+		done <- run(ctx, []string{"watch", "--resource", "nodes", "--kubeconfig", kubeconfig, "--trace=json"}, &out, &errb)
 	}()
-	waitFor(t, func() bool { return strings.Contains(out.String(), `"cause":"list-complete"`) })
+	waitFor(t, func() bool { return strings.Contains(errb.String(), `"cause":"list-complete"`) })
 	cancel()
 	require.Equal(t, exitOK, <-done, "stderr %q", errb.String())
 	mu.Lock()

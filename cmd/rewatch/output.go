@@ -14,11 +14,13 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 )
 
-// printer owns stdout: transition lines, notes and the summary go through it so that the live
-// status line can be erased before each and redrawn after, and JSON lines never interleave.
+// printer owns the command's output: transition lines, notes and the summary go to w, and
+// (for watch) the objects to rows, all through it, so that the live status line (drawn on w)
+// can be erased before each and redrawn after, and lines never interleave.
 type printer struct {
 	mu    sync.Mutex
 	w     io.Writer
+	rows  io.Writer
 	json  bool
 	start time.Time
 	// statusText, when non-empty, is the status line currently drawn below the output.
@@ -26,14 +28,15 @@ type printer struct {
 }
 
 func newPrinter(w io.Writer, output string) *printer {
-	return &printer{w: w, json: output == "json", start: time.Now()}
+	return &printer{w: w, rows: w, json: output == "json", start: time.Now()}
 }
 
-// shown reports whether a transition deserves a line. Watch frames and initial events are the
-// steady state: a line each would bury the transitions that matter.
+// shown reports whether a transition deserves a line. Watch frames, list items and initial
+// events are the steady state: a line each would bury the transitions that matter; a listing
+// shows as one line per page (list-page-more, list-complete).
 func shown(t driver.Transition) bool {
 	switch t.Cause {
-	case fsm.NoCause, fsm.CauseWatchEvent, fsm.CauseInitialEvent:
+	case fsm.NoCause, fsm.CauseWatchEvent, fsm.CauseInitialEvent, fsm.CauseListItem:
 		return false
 	}
 	return true
@@ -61,6 +64,9 @@ type transitionJSON struct {
 	Failure     string   `json:"failure,omitempty"`
 	// Message is what the server said (its Status message) or what went wrong on the connection.
 	Message string `json:"message,omitempty"`
+	// ListAvoided: the failure was answered by a re-watch where a relist-on-error reflector
+	// would have listed everything again (Stats.ListsAvoided).
+	ListAvoided bool `json:"listAvoided,omitempty"`
 }
 
 // transition is called on the reflector's goroutine; Commands must not be kept past return.
@@ -74,9 +80,11 @@ func (p *printer) transition(t driver.Transition) {
 	if f := t.Event.Failure; f != nil {
 		failure, message = f.String(), f.Message
 	}
+	avoided := t.Cause.AvoidsList(t.Event.Failure != nil)
 	if p.json {
 		j := transitionJSON{Type: "transition", Elapsed: round3(elapsed.Seconds()), From: t.From.String(), To: t.To.String(),
-			Cause: t.Cause.String(), Event: t.Event.Kind.String(), RV: t.Snapshot.LastRV, Failure: failure, Message: message}
+			Cause: t.Cause.String(), Event: t.Event.Kind.String(), RV: t.Snapshot.LastRV, Failure: failure, Message: message,
+			ListAvoided: avoided}
 		if armed {
 			s := round3(wait.Seconds())
 			j.WaitSeconds = &s
@@ -89,10 +97,27 @@ func (p *printer) transition(t driver.Transition) {
 	if armed {
 		fmt.Fprintf(&b, "  wait=%s", wait.Round(time.Millisecond))
 	}
+	if avoided {
+		b.WriteString("  LIST avoided")
+	}
 	if failure != "" {
-		fmt.Fprintf(&b, "  (%s: %q)", failure, message)
+		// The server's message as it wrote it: quoting it would escape the quotes a 403's
+		// message carries (User "system:anonymous").
+		fmt.Fprintf(&b, "  (%s", failure)
+		if message != "" {
+			fmt.Fprintf(&b, ": %s", oneLineText(message))
+		}
+		b.WriteString(")")
 	}
 	p.line(b.String())
+}
+
+// oneLineText keeps a server's message on its line.
+func oneLineText(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // note prints a line of the command's own narration (faults injected, checks).
@@ -116,13 +141,18 @@ func (p *printer) emitJSON(v any) {
 	p.line(string(b))
 }
 
-func (p *printer) line(s string) {
+func (p *printer) line(s string) { p.write(p.w, s+"\n") }
+
+// out writes s, whole lines, to the rows' writer.
+func (p *printer) out(s string) { p.write(p.rows, s) }
+
+func (p *printer) write(w io.Writer, s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.statusText != "" {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
-	fmt.Fprintln(p.w, s)
+	fmt.Fprint(w, s)
 	if p.statusText != "" {
 		fmt.Fprint(p.w, p.statusText)
 	}

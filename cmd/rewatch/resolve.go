@@ -16,6 +16,7 @@ import (
 // resolvedResource is a resource argument as the server's discovery names it.
 type resolvedResource struct {
 	gvr        schema.GroupVersionResource
+	kind       string
 	namespaced bool
 }
 
@@ -45,7 +46,7 @@ func resolveResource(rc *rest.Config, arg string) (resolvedResource, error) {
 	if err != nil {
 		return resolvedResource{}, discoveryError(arg, err)
 	}
-	return resolvedResource{gvr: mapping.Resource, namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}, nil
+	return resolvedResource{gvr: mapping.Resource, kind: mapping.GroupVersionKind.Kind, namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}, nil
 }
 
 // discoveryError words a name discovery does not know as kubectl does, as a usage error.

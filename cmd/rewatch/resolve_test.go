@@ -93,9 +93,11 @@ func TestWatchResolvesTheResourceAsKubectlDoes(t *testing.T) {
 			var out, errb syncbuf.Buffer
 			done := make(chan int, 1)
 			go func() {
-				done <- run(ctx, append([]string{"watch", "--kubeconfig", kubeconfig, "-o", "json"}, tc.args...), &out, &errb)
+				done <- run(ctx, append([]string{"watch", "--kubeconfig", kubeconfig, "--trace=json"}, tc.args...), &out, &errb)
 			}()
-			waitFor(t, func() bool { return strings.Contains(out.String(), `"cause":"list-complete"`) || errb.String() != "" })
+			waitFor(t, func() bool {
+				return strings.Contains(errb.String(), `"cause":"list-complete"`) || strings.Contains(errb.String(), "rewatch watch:")
+			})
 			cancel()
 			require.Equal(t, exitOK, <-done, "stderr %q", errb.String())
 			require.Equal(t, []string{tc.list}, srv.listed())

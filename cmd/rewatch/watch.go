@@ -21,15 +21,38 @@ import (
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
-const watchExample = `  # Watch configmaps in kube-system with the current kubeconfig context, recording a journal:
-  rewatch watch configmaps -n kube-system --journal cm.journal
+const watchExample = `  # Configmaps in kube-system as kubectl get -w shows them, with each row's event type;
+  # the reflector's story (transitions, waits, LISTs avoided) goes to stderr:
+  rewatch watch configmaps -n kube-system --output-watch-events
 
-  # Deployments in every namespace as JSON lines, with Prometheus metrics on :9090/metrics
-  # (the version is the one discovery prefers, as with kubectl):
-  rewatch watch deployments.apps -A -o json --metrics-addr :9090
+  # Deployments in every namespace, one JSON document per change, the story as JSON lines
+  # in a file and Prometheus metrics on :9090/metrics:
+  rewatch watch deployments.apps -A -o json --trace=json 2>trace.jsonl --metrics-addr :9090
 
-  # For scripts, the resource spelled out, without discovery:
-  rewatch watch --group apps --version v1 --resource deployments -A`
+  # For scripts, the resource spelled out, without discovery, recording a journal:
+  rewatch watch --group apps --version v1 --resource deployments -A --journal deploy.journal`
+
+// traceFlag is --trace: where the reflector's story goes. It is a boolean flag as well, so that
+// a bare --trace means text, as --trace=json means JSON lines and --trace=none silence.
+type traceFlag struct{ format string }
+
+func (f *traceFlag) String() string { return f.format }
+
+func (f *traceFlag) Set(v string) error {
+	switch v {
+	case "true":
+		v = "text"
+	case "false":
+		v = "none"
+	}
+	if err := choice("trace", v, "text", "json", "none"); err != nil {
+		return err
+	}
+	f.format = v
+	return nil
+}
+
+func (f *traceFlag) IsBoolFlag() bool { return true }
 
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
@@ -39,14 +62,19 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		metricsAddr             string
 		fullCapture             bool
 		allNamespaces           bool
+		watchEvents, watchFlag  bool
 		wireFormat              string
+		trace                   = traceFlag{"text"}
 		tun                     tunables
 	)
 	fs := newFlagSet("watch", "RESOURCE[.GROUP] [flags]  |  rewatch watch --resource NAME [--group G] [--version V] [flags]",
-		"LIST the resource, then WATCH it from the list's resourceVersion, keeping an in-memory cache.\n"+
-			"Prints one line per state transition (not per watch event) and, on a terminal, a live status\n"+
-			"line. SIGINT or SIGTERM stops it and prints a summary. Credentials are found as kubectl finds\n"+
-			"them: --kubeconfig, $KUBECONFIG, ~/.kube/config, then the in-cluster service account.\n"+
+		"LIST the resource, then WATCH it from the list's resourceVersion, keeping an in-memory cache,\n"+
+			"and print the objects as kubectl get -w does: the initial list, then a row per change\n"+
+			"(--output-watch-events adds the event type). A relist prints only what changed. The\n"+
+			"reflector's story goes to stderr (--trace): one line per state transition and per LIST\n"+
+			"page, each failure once with the server's message, and, on a terminal, a live status line.\n"+
+			"SIGINT or SIGTERM stops it and prints a summary there. Credentials are found as kubectl\n"+
+			"finds them: --kubeconfig, $KUBECONFIG, ~/.kube/config, then the in-cluster service account.\n"+
 			"RESOURCE is resolved as kubectl resolves it, through the server's discovery: plural,\n"+
 			"singular or short name, with .GROUP or .VERSION.GROUP (configmaps, cm, deployments.apps,\n"+
 			"deploy, deployments.v1.apps); --resource/--group/--version name it without discovery.",
@@ -65,14 +93,21 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&kubeContext, "context", "", "kubeconfig context to use (default the current context)")
 	fs.StringVar(&journalPath, "journal", "", "write the event journal (docs/journal.md) to this file")
 	fs.BoolVar(&fullCapture, "journal-full-capture", false, "record whole objects in the journal, not only keys")
-	fs.StringVar(&output, "output", "text", "output format: text or json (JSON lines)")
-	fs.StringVar(&output, "o", "text", "shorthand for --output")
+	fs.StringVar(&output, "output", "", "how objects are printed: the table (default), wide, name, yaml or json (a document per event)")
+	fs.StringVar(&output, "o", "", "shorthand for --output")
+	fs.BoolVar(&watchEvents, "output-watch-events", false, "print each object's watch event type (ADDED, MODIFIED, DELETED), as kubectl's flag")
+	fs.BoolVar(&watchFlag, "watch", true, "accepted for kubectl's get -w: rewatch watch always watches")
+	fs.BoolVar(&watchFlag, "w", true, "shorthand for --watch")
+	fs.Var(&trace, "trace", "the reflector's story on stderr: text (--trace), json (--trace=json, JSON lines) or none (--trace=none)")
 	fs.StringVar(&wireFormat, "format", "auto", "wire format: auto (protobuf for built-in types, else JSON), json or protobuf")
 	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address at /metrics (e.g. :9090)")
 	tun.register(fs.FlagSet, libraryDefaults())
 	positional, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
+	}
+	if !watchFlag {
+		return usagef("--watch=false: rewatch watch only watches (kubectl get without -w is a one-off LIST)")
 	}
 	var resourceArg string
 	switch {
@@ -85,7 +120,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case res.Resource == "":
 		return usagef("a resource is required (e.g. rewatch watch configmaps, or --resource configmaps)")
 	}
-	if err := choice("output", output, "text", "json"); err != nil {
+	if err := choice("output", output, objectOutputs...); err != nil {
 		return err
 	}
 	if err := choice("format", wireFormat, "auto", "json", "protobuf"); err != nil {
@@ -104,12 +139,14 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !allNamespaces && res.Namespace == "" {
 		res.Namespace = contextNamespace
 	}
+	var kind string // the resource's kind, when discovery said it
 	if resourceArg != "" {
 		found, err := resolveResource(rc, resourceArg)
 		if err != nil {
 			return err
 		}
 		res.Group, res.Version, res.Resource = found.gvr.Group, found.gvr.Version, found.gvr.Resource
+		kind = found.kind
 		if !found.namespaced {
 			res.Namespace = "" // as kubectl, below
 		}
@@ -134,9 +171,19 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Decoder = httpapi.Typed(scheme.Scheme)
 	}
 
-	p := newPrinter(stdout, output)
+	// stdout is the objects', as kubectl's; the story and the summary go to stderr.
+	traceOut := stderr
+	if trace.format == "none" {
+		traceOut = io.Discard
+	}
+	p := newPrinter(traceOut, trace.format)
+	p.rows = stdout
+	rp := &rowPrinter{p: p, format: output, events: watchEvents, allNamespaces: allNamespaces,
+		gvr: schema.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource}, kind: kind, now: time.Now}
+	cfg.Store = newRowStore(rp.print)
 	cfg.OnTransition = p.transition
-	// The reflector's own log lines would repeat the transition lines printed here.
+	// The reflector's own log lines would repeat the transition lines printed here: each
+	// failure is told once, on its transition line.
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	if metricsAddr != "" {
 		reg := prometheus.NewRegistry()
@@ -163,11 +210,11 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
-	if output == "text" {
+	if trace.format == "text" {
 		p.note("start", fmt.Sprintf("watching %s at %s (wire format %s)", res, cfg.Server, r.Stats().WireFormat), nil)
 	}
 	var stopStatus func()
-	if output == "text" && isTerminal(stdout) {
+	if trace.format == "text" && isTerminal(stderr) {
 		stopStatus = startStatus(ctx, p, r.Stats)
 	}
 	runErr := r.Run(ctx)

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rewatch/rewatch/driver"
+)
+
+// Row event types, as kubectl's EVENT column names them.
+const (
+	rowAdded    = "ADDED"
+	rowModified = "MODIFIED"
+	rowDeleted  = "DELETED"
+)
+
+// rowStore is the store `rewatch watch` keeps in sync: the library's MemStore, telling emit
+// about every change it takes, so that the objects are printed as kubectl get -w prints them.
+// A watch event is the row of its own type. A full state (the initial list, a relist) is
+// diffed against what the store holds, as it arrives: a new key is ADDED, a changed
+// resourceVersion MODIFIED, an object the store holds at the same resourceVersion nothing
+// (docs/semantics.md, "Relists": an unchanged object is no update), and the keys the state
+// lacks are DELETED when it completes. emit is called on the reflector's goroutine, after the
+// store took the change.
+type rowStore struct {
+	*driver.MemStore
+	emit func(event string, obj any)
+}
+
+var _ driver.VersionedStore = (*rowStore)(nil)
+
+func newRowStore(emit func(event string, obj any)) *rowStore {
+	return &rowStore{MemStore: driver.NewMemStore(), emit: emit}
+}
+
+func (s *rowStore) Add(obj any) error {
+	if err := s.MemStore.Add(obj); err != nil {
+		return err
+	}
+	s.emit(rowAdded, obj)
+	return nil
+}
+
+func (s *rowStore) Update(obj any) error {
+	if err := s.MemStore.Update(obj); err != nil {
+		return err
+	}
+	s.emit(rowModified, obj)
+	return nil
+}
+
+func (s *rowStore) Delete(obj any) error {
+	if err := s.MemStore.Delete(obj); err != nil {
+		return err
+	}
+	s.emit(rowDeleted, obj)
+	return nil
+}
+
+// Replace is the atomic replacement; the driver uses the incremental one (BeginReplace) with
+// this store, but a Store must have both, and both tell the same changes.
+func (s *rowStore) Replace(items []any, resourceVersion string) error {
+	old := map[string]any{}
+	for _, obj := range s.List() {
+		if k, err := driver.KeyOf(obj); err == nil {
+			old[k] = obj
+		}
+	}
+	if err := s.MemStore.Replace(items, resourceVersion); err != nil {
+		return err
+	}
+	for _, obj := range items {
+		k, _ := driver.KeyOf(obj)
+		prev, held := old[k]
+		delete(old, k)
+		s.emitPut(prev, held, obj)
+	}
+	s.emitGone(old)
+	return nil
+}
+
+func (s *rowStore) emitPut(prev any, held bool, obj any) {
+	switch {
+	case !held:
+		s.emit(rowAdded, obj)
+	case !driver.SameVersion(prev, obj):
+		s.emit(rowModified, obj)
+	}
+}
+
+// emitGone tells the deletions of a full state in key order, so that runs compare line by line.
+func (s *rowStore) emitGone(gone map[string]any) {
+	keys := make([]string, 0, len(gone))
+	for k := range gone {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		s.emit(rowDeleted, gone[k])
+	}
+}
+
+func (s *rowStore) BeginReplace() (driver.Replacement, error) {
+	r, err := s.MemStore.BeginReplace()
+	if err != nil {
+		return nil, err
+	}
+	return &rowReplacement{s: s, r: r, seen: map[string]struct{}{}}, nil
+}
+
+// rowReplacement remembers the keys a full state brought, so that Finish can tell which
+// objects it deletes.
+type rowReplacement struct {
+	s    *rowStore
+	r    driver.Replacement
+	seen map[string]struct{}
+}
+
+func (r *rowReplacement) Put(obj any) error {
+	k, err := driver.KeyOf(obj)
+	if err != nil {
+		return err
+	}
+	prev, held := r.s.GetByKey(k)
+	if err := r.r.Put(obj); err != nil {
+		return err
+	}
+	r.seen[k] = struct{}{}
+	r.s.emitPut(prev, held, obj)
+	return nil
+}
+
+// Keep is an item the transport did not decode because the store holds it at the same
+// resourceVersion: unchanged, no row.
+func (r *rowReplacement) Keep(key string) error {
+	k, ok := r.r.(driver.Keeper)
+	if !ok {
+		return fmt.Errorf("keep %s: %T cannot keep an object", key, r.r)
+	}
+	if err := k.Keep(key); err != nil {
+		return err
+	}
+	r.seen[key] = struct{}{}
+	return nil
+}
+
+func (r *rowReplacement) Finish(resourceVersion string) error {
+	gone := map[string]any{}
+	for _, k := range r.s.ListKeys() {
+		if _, ok := r.seen[k]; !ok {
+			if obj, ok := r.s.GetByKey(k); ok {
+				gone[k] = obj
+			}
+		}
+	}
+	if err := r.r.Finish(resourceVersion); err != nil {
+		return err
+	}
+	r.s.emitGone(gone)
+	return nil
+}
+
+func (r *rowReplacement) Abandon() { r.r.Abandon() }
+
+// objectJSON is obj as the map kubectl prints with -o json or yaml: apiVersion and kind set
+// (a typed object decodes without them), managedFields left out as kubectl leaves them out.
+func objectJSON(obj any, apiVersion, kind string) (map[string]any, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if s, _ := m["apiVersion"].(string); s == "" && apiVersion != "" {
+		m["apiVersion"] = apiVersion
+	}
+	if s, _ := m["kind"].(string); s == "" && kind != "" {
+		m["kind"] = kind
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "managedFields")
+	}
+	return m, nil
+}
+
+// lowerKind is the kind as kubectl's name output spells it: "configmap", "deployment.apps".
+func lowerKind(kind, group string) string {
+	k := strings.ToLower(kind)
+	if group != "" {
+		k += "." + group
+	}
+	return k
+}
