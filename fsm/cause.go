@@ -145,7 +145,7 @@ var causeDecls = [numCauses]CauseInfo{
 		Classes: ClassesOf(ClassBusy), Retry: true, AvoidsList: AvoidsList},
 	CauseInternalErrorInWindow: {ID: "internal-error-in-window", Label: "InternalError within window",
 		Classes: internalErrorsClass, Retry: true, AvoidsList: AvoidsList},
-	CauseInternalErrorPastWindow: {ID: "internal-error-past-window", Label: "InternalError past window → LIST at last RV",
+	CauseInternalErrorPastWindow: {ID: "internal-error-past-window", Label: "InternalError past window, or StorageReadError → LIST at last RV",
 		Classes: internalErrorsClass, Retry: true},
 	CauseConnectFailed: {ID: "connect-failed", Label: "refused / reset / EOF before open",
 		Classes: ClassesOf(ClassTransport), Retry: true, AvoidsList: AvoidsList},

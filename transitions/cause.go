@@ -3,6 +3,8 @@ package transitions
 import (
 	"strconv"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/rewatch/rewatch/fsm"
 )
 
@@ -140,7 +142,7 @@ func (m *Machine) watchFailureCause(s *fsm.Snapshot, e *fsm.Event, c fsm.Class) 
 	case fsm.ClassBusy:
 		return fsm.CauseServerBusy
 	case fsm.ClassInternal:
-		if m.internalStreakSpent(s, e) {
+		if storageReadError(e.Failure) || m.internalStreakSpent(s, e) {
 			return fsm.CauseInternalErrorPastWindow
 		}
 		return fsm.CauseInternalErrorInWindow
@@ -161,6 +163,16 @@ func (m *Machine) watchFailureCause(s *fsm.Snapshot, e *fsm.Event, c fsm.Class) 
 		return fsm.CauseWatchRejectedOnce
 	}
 	return fsm.CauseWatchRejected
+}
+
+// storageReadError: a 500 whose reason is StorageReadError — the server could not read an
+// object from etcd (undecryptable, corrupt), and such an object's deletion
+// (ignoreStoreReadErrorWithClusterBreakingPotential, KEP-3926) ends watches so. Waiting it out
+// would keep the deleted object in the store for good, since the watch resumes after the delete:
+// the streak's window does not apply, the reflector relists at once, as client-go's does (it
+// retries only reason InternalError; docs/semantics.md, "500 InternalError" row).
+func storageReadError(f *fsm.Failure) bool {
+	return f != nil && f.Status != nil && f.Status.Reason == metav1.StatusReasonStoreReadError
 }
 
 // youngCache: the 410 answers a resume before the watch delivered anything, its Status says a
