@@ -83,7 +83,10 @@ func (d *driver) loop(ctx context.Context) error {
 	for !d.stopped {
 		select {
 		case <-ctx.Done():
-			d.handle(fsm.Event{Kind: fsm.EvStop})
+			d.applyRead()
+			if !d.stopped {
+				d.handle(fsm.Event{Kind: fsm.EvStop})
+			}
 		case e := <-d.events:
 			d.handle(e)
 		case <-d.timerC:
@@ -96,6 +99,25 @@ func (d *driver) loop(ctx context.Context) error {
 	}
 	d.abandonReplace()
 	return d.err
+}
+
+// applyRead takes, before a stop, every event the transport had already read: the request
+// in flight is aborted and, once it has returned, what it handed over is fed to the machine,
+// as client-go's reflector applies an event it has read even when the stop comes meanwhile
+// (docs/semantics.md, "Stores").
+func (d *driver) applyRead() {
+	d.abortRequest()
+	if d.reqDone != nil {
+		<-d.reqDone
+	}
+	for !d.stopped {
+		select {
+		case e := <-d.events:
+			d.handle(e)
+		default:
+			return
+		}
+	}
 }
 
 // handle feeds one event to the machine and performs the commands it returns.
@@ -420,8 +442,15 @@ func (d *driver) abortRequest() {
 	}
 }
 
-// send hands an event to the loop unless the request has been aborted meanwhile.
+// send hands an event to the loop unless the request has been aborted meanwhile. An event
+// the buffer has room for is handed over even when the request is being aborted: it has been
+// read, and a stop applies what was read (applyRead).
 func (d *driver) send(ctx context.Context, e fsm.Event) bool {
+	select {
+	case d.events <- e:
+		return true
+	default:
+	}
 	select {
 	case d.events <- e:
 		return true
