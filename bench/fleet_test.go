@@ -38,9 +38,7 @@ func TestMain(m *testing.M) {
 // rewatch's fleet moves no more full state than client-go's and gets back in sync, and no
 // member of any fleet hot-loops.
 func TestFleetShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a kube-apiserver per run")
-	}
+	apiserver.SkipUnlessOptedIn(t, "starts a kube-apiserver and a fleet of processes per run")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if err := apiserver.EnsureBuilt(ctx); err != nil {

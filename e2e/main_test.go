@@ -4,10 +4,12 @@ import (
 	"os"
 	"testing"
 
+	"github.com/rewatch/rewatch/internal/apiserver"
 	"github.com/rewatch/rewatch/internal/testbackend"
 )
 
 func TestMain(m *testing.M) {
+	apiserver.MainUnlessOptedIn("the e2e tests (real kube-apiserver, etcd, HAProxy and the simulator through the fault proxy)")
 	code := m.Run()
 	printResults()
 	shared.Stop()

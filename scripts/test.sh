@@ -5,6 +5,10 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# The tests that start processes (kube-apiserver, etcd, HAProxy: internal/apiserver's harness,
+# e2e/, soak/, e2e/controllers, bench's fleet) run only when asked; here every test runs.
+export REWATCH_E2E=1
+
 echo "== building kube-apiserver and etcd (skipped when up to date)"
 scripts/build-apiserver.sh
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rewatch/rewatch/internal/apiserver"
 )
 
 var (
@@ -27,6 +29,7 @@ func envDuration(name string, def time.Duration) time.Duration {
 }
 
 func TestMain(m *testing.M) {
+	apiserver.MainUnlessOptedIn("the soak tests (real kube-apiserver and etcd, and the simulator)")
 	code := m.Run()
 	printResults()
 	shared.Stop()

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/rewatch/rewatch/internal/apiserver"
 	"github.com/rewatch/rewatch/internal/faultproxy"
 	"github.com/rewatch/rewatch/internal/testbackend"
 	"github.com/rewatch/rewatch/sim"
@@ -21,6 +22,7 @@ import (
 var shared testbackend.SharedReal
 
 func TestMain(m *testing.M) {
+	apiserver.MainUnlessOptedIn("the controller e2e tests (real kube-apiserver and etcd, and the simulator)")
 	code := m.Run()
 	shared.Stop()
 	// The managers and factories were stopped: nothing of theirs may be left but

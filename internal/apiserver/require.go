@@ -9,9 +9,11 @@ import (
 
 // RequireServer starts a server for t and stops it when t ends. When the
 // server cannot be built or started, the test is skipped on a developer
-// machine but fails under CI=true: CI must never pass by skipping e2e.
+// machine but fails under CI=true: CI must never pass by skipping e2e. Unless the tests that
+// start processes were asked for (OptedIn), it skips t at once, saying how to ask.
 func RequireServer(t testing.TB, opts Options) *Server {
 	t.Helper()
+	SkipUnlessOptedIn(t, "starts a real kube-apiserver and etcd")
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}
@@ -30,9 +32,10 @@ func unavailable(t testing.TB, ci bool) func(format string, args ...any) {
 
 // RequireHA starts an HA control plane (StartHA) for t and stops it when t ends. When it
 // cannot be built or started — HAProxy missing included — the test is skipped on a developer
-// machine but fails under CI=true.
+// machine but fails under CI=true. Unless OptedIn, it skips t at once.
 func RequireHA(t testing.TB, opts HAOptions) *HA {
 	t.Helper()
+	SkipUnlessOptedIn(t, "starts an HA control plane (three etcd, three kube-apiservers, HAProxy)")
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}

@@ -39,3 +39,25 @@ func TestTail(t *testing.T) {
 	assert.Equal(t, "c\nd", string(tail([]byte("a\nb\nc\nd\n"), 2)))
 	assert.Equal(t, "a", string(tail([]byte("a"), 5)))
 }
+
+// The tests that start processes run when REWATCH_E2E asks for them or under CI=true, and a
+// plain `go test ./...` (neither set) starts nothing.
+func TestOptedInOnlyWhenAsked(t *testing.T) {
+	for _, tc := range []struct {
+		e2e, ci string
+		want    bool
+	}{
+		{"", "", false},
+		{"0", "", false},
+		{"false", "", false},
+		{"", "false", false},
+		{"1", "", true},
+		{"true", "", true},
+		{"", "true", true},
+		{"0", "true", true},
+	} {
+		t.Setenv(OptInEnv, tc.e2e)
+		t.Setenv("CI", tc.ci)
+		assert.Equal(t, tc.want, OptedIn(), "REWATCH_E2E=%q CI=%q", tc.e2e, tc.ci)
+	}
+}

@@ -44,6 +44,7 @@ type SharedReal struct {
 // Get starts the server the first time and returns it, or fails or skips t (Unavailable).
 func (s *SharedReal) Get(t testing.TB) *Real {
 	t.Helper()
+	apiserver.SkipUnlessOptedIn(t, "needs a real kube-apiserver and etcd")
 	s.once.Do(func() { s.real, s.err = StartRealWithin(20*time.Minute, s.Options) })
 	if s.err != nil {
 		Unavailable(t, s.err)
