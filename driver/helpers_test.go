@@ -221,13 +221,21 @@ func (w *world) watchRVs() []string {
 
 // fullStateItems are the keys of the full-state items (LIST items, watch-list initial
 // events) of the last relist: those that came without their object (kept) and those that came
-// decoded.
-func (w *world) fullStateItems() (kept, decoded []string) {
+// decoded. ended says the machine is watching after that relist (Relisting → Watching, and
+// nothing since has left Watching): its whole state is in the store, kept and decoded are all
+// it will have, and no other relist is under way or waited for.
+func (w *world) fullStateItems() (kept, decoded []string, ended bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, tr := range w.transitions {
 		if tr.To == fsm.Relisting && tr.From != fsm.Relisting {
-			kept, decoded = nil, nil
+			kept, decoded, ended = nil, nil, false
+		}
+		switch {
+		case tr.From == fsm.Relisting && tr.To == fsm.Watching:
+			ended = true
+		case tr.To != fsm.Watching:
+			ended = false
 		}
 		for _, c := range tr.Commands {
 			switch {
@@ -241,5 +249,5 @@ func (w *world) fullStateItems() (kept, decoded []string) {
 	}
 	sort.Strings(kept)
 	sort.Strings(decoded)
-	return kept, decoded
+	return kept, decoded, ended
 }
