@@ -29,8 +29,7 @@ func OptedIn() bool {
 
 // notOptedIn says what was not run and how to run it.
 func notOptedIn(what string) string {
-	return fmt.Sprintf("%s: run with %s=1 (scripts/test.sh sets it), e.g. %s=1 go test -race ./e2e/",
-		what, OptInEnv, OptInEnv)
+	return fmt.Sprintf("%s: run with %s=1 go test (scripts/test.sh sets it)", what, OptInEnv)
 }
 
 // SkipUnlessOptedIn skips t, saying how to run it, unless the tests that start processes were
