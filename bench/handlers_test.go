@@ -41,7 +41,7 @@ var informerKinds = []informerKind{
 	}},
 	{"rewatch", func(lw *cache.ListWatch) cache.SharedIndexInformer {
 		quiet := informer.Options{Logger: slog.New(slog.DiscardHandler)}
-		return informer.WithOptions(quiet)(lw, &corev1.ConfigMap{}, 0, indexers)
+		return informer.WithOptions(quiet)(cache.ToListWatcherWithWatchListSemantics(lw, listOnly{}), &corev1.ConfigMap{}, 0, indexers)
 	}},
 }
 

@@ -91,7 +91,8 @@ func BenchmarkInformerThroughputClientGo(b *testing.B) {
 func BenchmarkInformerThroughputRewatchListWatch(b *testing.B) {
 	quiet := informer.Options{Logger: slog.New(slog.DiscardHandler)}
 	benchInformer(b, func(url string) cache.SharedIndexInformer {
-		return informer.WithOptions(quiet)(configMapListWatch(b, url), &corev1.ConfigMap{}, 0, indexers)
+		lw := cache.ToListWatcherWithWatchListSemantics(configMapListWatch(b, url), listOnly{})
+		return informer.WithOptions(quiet)(lw, &corev1.ConfigMap{}, 0, indexers)
 	})
 }
 

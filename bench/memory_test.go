@@ -189,7 +189,8 @@ func BenchmarkInformerMemory(b *testing.B) {
 			return cache.NewSharedIndexInformer(metadataListWatch(b, url), &metav1.PartialObjectMetadata{}, 0, indexers)
 		}},
 		{"rewatch-listwatch", func(url string) cache.SharedIndexInformer {
-			lw := configMapListWatch(b, url)
+			// The local server serves no watch-list: both informers list and watch.
+			lw := cache.ToListWatcherWithWatchListSemantics(configMapListWatch(b, url), listOnly{})
 			return informer.WithOptions(quietOptions())(lw, &corev1.ConfigMap{}, 0, nil)
 		}},
 		{"rewatch-http", overHTTP(httpapi.Config{Decoder: httpapi.Typed(scheme.Scheme)}, quietOptions())},

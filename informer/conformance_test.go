@@ -36,7 +36,8 @@ type implementation struct {
 	new  func(lw cache.ListerWatcher) cache.SharedIndexInformer
 }
 
-// listOnly makes client-go's reflector list and watch, as rewatch does over a ListerWatcher.
+// listOnly makes both informers list and watch: the FakeControllerSource has no watch-list, and
+// each honours a ListerWatcher that says so (informer.WatchListFor).
 type listOnly struct{}
 
 func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }

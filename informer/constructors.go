@@ -12,10 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 
 	"github.com/rewatch/rewatch/transport/httpapi"
 	"github.com/rewatch/rewatch/transport/listwatch"
@@ -25,6 +27,9 @@ import (
 // controller-runtime's cache.Options.NewInformer, with rewatch's defaults:
 //
 //	cache.Options{NewInformer: informer.NewSharedIndexInformer}
+//
+// Full states stream through lw's Watch as watch-lists where client-go's reflector would
+// stream them (see WatchListFor), and come from its List otherwise or where the server refuses.
 func NewSharedIndexInformer(lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	return WithOptions(Options{})(lw, example, resync, indexers)
 }
@@ -36,6 +41,7 @@ func WithOptions(opts Options) func(cache.ListerWatcher, runtime.Object, time.Du
 		o := opts
 		o.ResyncPeriod = resync
 		o.Indexers = mergeIndexers(opts.Indexers, indexers)
+		o.Policy.WatchList = o.Policy.WatchList || WatchListFor(lw)
 		name := o.Name
 		if name == "" {
 			name = fmt.Sprintf("%T", example)
@@ -47,6 +53,21 @@ func WithOptions(opts Options) func(cache.ListerWatcher, runtime.Object, time.Du
 		o.Name = name
 		return New(t, example, o)
 	}
+}
+
+// WatchListFor says whether an informer over a client-go ListerWatcher (or over a clientset)
+// takes its full states — the initial one and every relist — as a watch-list stream
+// (sendInitialEvents=true, docs/semantics.md "Streaming list (WatchList)") rather than a LIST,
+// which client-go hands over whole: the rule of client-go's own reflector, so that any
+// ListerWatcher client-go's informer takes works the same here. It is true while client-go's
+// WatchListClient feature gate is on (its default; KUBE_FEATURE_WatchListClient=false turns
+// it off) and client does not say it lacks watch-list semantics (a fake clientset, or a
+// ListerWatcher wrapped by cache.ToListWatcherWithWatchListSemantics for such a client). A
+// server that refuses a watch-list is listed from then on. Options.Policy.WatchList true
+// streams whatever this says.
+func WatchListFor(client any) bool {
+	return clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) &&
+		!watchlist.DoesClientNotSupportWatchListSemantics(client)
 }
 
 func mergeIndexers(a, b cache.Indexers) cache.Indexers {
@@ -79,6 +100,7 @@ func NewInformerFuncIn(example runtime.Object, namespace string, tweak func(*met
 	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		o := opts
 		o.ResyncPeriod = resync
+		o.Policy.WatchList = o.Policy.WatchList || WatchListFor(client)
 		lw, gvr, err := clientsetListWatch(client, example, namespace)
 		if err != nil {
 			return failed(err, example, o)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -92,13 +93,14 @@ func logRequestsOnFailure(t *testing.T, name string, p *faultproxy.Proxy) {
 	})
 }
 
-// fullStateTransfers counts the requests for configmaps that ask for the whole state: a LIST
-// (its first page) or a watch-list (sendInitialEvents=true, which client-go v0.37 and
-// controller-runtime use by default in place of a LIST).
+// fullStateTransfers counts the requests for configmaps that the server began answering with
+// the whole state: a LIST (its first page) or a watch-list (sendInitialEvents=true, which
+// client-go v0.37, controller-runtime and rewatch's informers over a ListerWatcher use by
+// default in place of a LIST). A request refused at once (a 429 at open) transferred nothing.
 func fullStateTransfers(p *faultproxy.Proxy) int {
 	n := 0
 	for _, r := range p.Requests() {
-		if !strings.HasSuffix(r.Path, "/configmaps") {
+		if !strings.HasSuffix(r.Path, "/configmaps") || r.Status != http.StatusOK {
 			continue
 		}
 		switch {

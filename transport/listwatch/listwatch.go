@@ -88,6 +88,65 @@ func (t *Transport) List(ctx context.Context, c fsm.Command, emit func(fsm.Event
 	}
 }
 
+// ListHeld is List for a relist into a store that says which versions it holds
+// (driver.SkippingTransport). client-go has decoded the list already, so nothing is left
+// undecoded: what is saved is the store's and the handlers' work. Each item is emitted as an
+// EvListItem — one whose resourceVersion is the one held reports, with its Key and
+// ResourceVersion and no Object, so the store keeps the object it holds without transforming
+// or comparing the copy — and an EvListPage without items ends the page (docs/semantics.md,
+// "Relists"). held nil is List.
+func (t *Transport) ListHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+	e, ok := t.list(ctx, c)
+	if !ok {
+		return
+	}
+	if held == nil || e.Kind != fsm.EvListPage {
+		emit(e)
+		return
+	}
+	for i, obj := range e.Items {
+		item, err := heldItem(obj, c.Request, held)
+		if err != nil {
+			emit(fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: transport.Failure(&fsm.DecodeError{Err: err})})
+			return
+		}
+		e.Items[i] = nil // the driver's once emitted
+		if !emit(item) {
+			return
+		}
+	}
+	e.Items = nil
+	emit(e)
+}
+
+// heldItem is the EvListItem for one item of a list: without its object when held reports the
+// item's own resourceVersion.
+func heldItem(obj any, request uint64, held func(namespace, name string) (string, bool)) (fsm.Event, error) {
+	key, rv, err := transport.ItemKey(obj)
+	if err != nil {
+		return fsm.Event{}, err
+	}
+	e := fsm.Event{Kind: fsm.EvListItem, Request: request, Key: key, ResourceVersion: rv, Object: obj}
+	if unchanged(obj, rv, held) {
+		e.Object = nil
+	}
+	return e, nil
+}
+
+// unchanged says whether held reports obj's own, non-empty resourceVersion rv: the store holds
+// that version of the object (docs/semantics.md, "Relists": no update for an unchanged object).
+func unchanged(obj any, rv string, held func(namespace, name string) (string, bool)) bool {
+	if rv == "" {
+		return false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	h, ok := held(m.GetNamespace(), m.GetName())
+	return ok && h == rv
+}
+
 func (t *Transport) list(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
 	obj, err := t.lw.ListWithContext(ctx, t.options(&c))
 	if err != nil {
@@ -117,6 +176,20 @@ func (t *Transport) list(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
 // longer than c.SilenceBound is stopped and reported as a Timeout failure carrying a
 // transport.SilentError (docs/semantics.md, "silent watch").
 func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
+	t.WatchHeld(ctx, c, nil, emit)
+}
+
+// WatchHeld is Watch for a watch-list into a store that says which versions it holds
+// (driver.SkippingTransport): an ADDED event of the initial state, before the bookmark that
+// ends it, whose object held reports at the event's own resourceVersion is emitted with its
+// Key and ResourceVersion and no Object. client-go has decoded it already; the copy is garbage
+// at once, and the store keeps the object it holds without transforming or comparing it
+// (docs/semantics.md, "Relists"). The watch's own events always carry their objects. held nil
+// is Watch.
+func (t *Transport) WatchHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+	if !c.SendInitialEvents {
+		held = nil
+	}
 	rctx, sw, stop := transport.WithSilence(ctx, t.clock, c.SilenceBound)
 	defer stop()
 	w, err := t.lw.WatchWithContext(rctx, t.options(&c))
@@ -151,6 +224,14 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 			}
 			sw.Frame()
 			e, goOn := event(we, c.Request)
+			if held != nil && goOn {
+				switch {
+				case e.Type == fsm.Bookmark && e.InitialEventsEnd:
+					held = nil // the watch's own events from here on
+				case e.Type == fsm.Added && unchanged(e.Object, e.ResourceVersion, held):
+					e.Object = nil
+				}
+			}
 			if !emit(e) || !goOn {
 				return
 			}
