@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/driver"
@@ -76,4 +77,10 @@ type Config struct {
 	Metrics Metrics
 	// Checked validates every transition against the stateless machine built from the table.
 	Checked bool
+	// ResyncPeriod and ShouldResync are client-go's reflector resync: every ResyncPeriod (on
+	// Clock) while the store holds a full state and no relist is under way, the Store's Resync
+	// is called (a cache.Store's or a DeltaFIFO's), unless ShouldResync returns false
+	// (docs/semantics.md, "Stores"). 0 never resyncs.
+	ResyncPeriod time.Duration
+	ShouldResync func() bool
 }

@@ -53,6 +53,7 @@ func New(cfg Config) (*Reflector, error) {
 	r := &Reflector{cfg: cfg, transport: transport, machine: m, count: newCounter(cfg.Metrics, cfg.Store)}
 	r.driver = driver.Config{
 		Policy: m.Config(), Transport: transport, Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Checked: cfg.Checked,
+		ResyncPeriod: cfg.ResyncPeriod, ShouldResync: cfg.ShouldResync,
 	}
 	return r, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/fsm"
@@ -33,6 +34,21 @@ type Config struct {
 	Logger *slog.Logger
 	// Checked validates every transition against the stateless machine built from fsm.Table.
 	Checked bool
+
+	// ResyncPeriod, when positive and the Store is a Resyncer (client-go's cache.Store and
+	// DeltaFIFO are), calls the store's Resync every period, on the Clock, while the store holds
+	// a full state and no relist is under way, as client-go's reflector does with its resync
+	// period: the period starts when a full state reaches the store (docs/semantics.md, "Stores").
+	ResyncPeriod time.Duration
+	// ShouldResync, when set, is asked each time a resync is due; false skips that one, as
+	// client-go's Reflector.ShouldResync.
+	ShouldResync func() bool
+}
+
+// Resyncer is a Store with client-go's Resync (cache.Store, cache.DeltaFIFO): the driver calls
+// it every Config.ResyncPeriod. An error stops the reflector, as any store error does.
+type Resyncer interface {
+	Resync() error
 }
 
 // Transport performs the requests the machine asks for and reports what came back as events.

@@ -36,6 +36,9 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	d.rvUpdater, _ = cfg.Store.(ResourceVersionUpdater)
+	if cfg.ResyncPeriod > 0 {
+		d.resyncer, _ = cfg.Store.(Resyncer)
+	}
 	d.s = m.Initial()
 	return d.loop(ctx)
 }
@@ -72,8 +75,12 @@ type driver struct {
 	put       int
 	// rvUpdater is the store when it follows the watch's progress (asked once).
 	rvUpdater ResourceVersionUpdater
-	stopped   bool
-	err       error
+	// resyncer is the store when it is to be resynced every ResyncPeriod, on resyncTimer.
+	resyncer    Resyncer
+	resyncTimer clockx.Timer
+	resyncC     <-chan time.Time
+	stopped     bool
+	err         error
 }
 
 func (d *driver) loop(ctx context.Context) error {
@@ -92,13 +99,48 @@ func (d *driver) loop(ctx context.Context) error {
 		case <-d.timerC:
 			d.timerC = nil
 			d.handle(fsm.Event{Kind: fsm.EvTimerFired, Timer: d.timerID})
+		case <-d.resyncC:
+			d.resyncC = nil
+			d.resync()
 		}
 	}
 	if d.timer != nil {
 		d.timer.Stop()
 	}
+	if d.resyncTimer != nil {
+		d.resyncTimer.Stop()
+	}
 	d.abandonReplace()
 	return d.err
+}
+
+// armResync starts the resync period again, as a full state has reached the store: client-go's
+// reflector starts its resync timer anew after each LIST.
+func (d *driver) armResync() {
+	if d.resyncer == nil {
+		return
+	}
+	if d.resyncTimer != nil {
+		d.resyncTimer.Stop()
+	}
+	d.resyncTimer = d.cfg.Clock.NewTimer(d.cfg.ResyncPeriod)
+	d.resyncC = d.resyncTimer.C()
+}
+
+// resync calls the store's Resync when the period is over, if the machine says a resync runs
+// now (transitions.Resyncs) and ShouldResync agrees, and starts the next period; a resync that
+// does not run now waits for the next full state to start the period again.
+func (d *driver) resync() {
+	if !transitions.Resyncs(&d.s) {
+		return
+	}
+	if d.cfg.ShouldResync == nil || d.cfg.ShouldResync() {
+		if err := d.resyncer.Resync(); err != nil {
+			d.fail(fmt.Errorf("store: resync: %w", err))
+			return
+		}
+	}
+	d.armResync()
 }
 
 // applyRead takes, before a stop, every event the transport had already read: the request
@@ -251,7 +293,10 @@ func (d *driver) exec(c *fsm.Command) error {
 	case fsm.CmdDiscardStaged:
 		d.discard(c.ItemCount)
 	case fsm.CmdReplaceStore:
-		return d.replace(c)
+		if err := d.replace(c); err != nil {
+			return err
+		}
+		d.armResync()
 	case fsm.CmdApply:
 		if err := d.apply(c); err != nil {
 			return fmt.Errorf("store: %s %s: %w", strings.ToLower(c.Type.String()), c.Key, err)

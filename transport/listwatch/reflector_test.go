@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,7 +57,8 @@ var reflectors = []reflectorRun{
 	{"rewatch", func(ctx context.Context, t *testing.T, lw *cache.ListWatch, store cache.Store, o reflectorOptions) {
 		tr, err := listwatch.New(lw, "configmaps")
 		require.NoError(t, err)
-		err = driver.Run(ctx, driver.Config{Transport: tr, Store: store, Clock: o.clock, Logger: slog.New(slog.DiscardHandler)})
+		err = driver.Run(ctx, driver.Config{Transport: tr, Store: store, Clock: o.clock, Logger: slog.New(slog.DiscardHandler),
+			ResyncPeriod: o.resyncPeriod, ShouldResync: o.shouldResync})
 		require.NoError(t, err)
 	}},
 }
@@ -223,5 +225,44 @@ func TestReflectorTellsTheStoreItsProgress(t *testing.T) {
 		require.Eventually(t, func() bool { return len(store.seen()) >= 3 }, 10*time.Second, time.Millisecond)
 		stop()
 		require.Equal(t, []string{"2", "3", "5"}, store.seen())
+	})
+}
+
+// resyncStore is a cache.Store that counts its Resyncs.
+type resyncStore struct {
+	cache.Store
+	resyncs atomic.Int64
+}
+
+func (s *resyncStore) Resync() error { s.resyncs.Add(1); return s.Store.Resync() }
+
+// openWatch is a watch that stays open and delivers nothing.
+func openWatch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewFake(), nil
+}
+
+// With a resync period, the store's Resync is called every period while the reflector watches,
+// unless ShouldResync, asked each period, says no.
+func TestReflectorResyncsTheStore(t *testing.T) {
+	const period = 10 * time.Millisecond
+	eachReflector(t, func(t *testing.T, r reflectorRun) {
+		t.Run("every period", func(t *testing.T) {
+			lw := &cache.ListWatch{ListWithContextFunc: emptyList("1"), WatchFuncWithContext: openWatch}
+			store := &resyncStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
+			start(context.Background(), t, r, lw, store, reflectorOptions{resyncPeriod: period})
+			require.Eventually(t, func() bool { return store.resyncs.Load() >= 3 }, 10*time.Second, time.Millisecond)
+		})
+		t.Run("unless ShouldResync says no", func(t *testing.T) {
+			lw := &cache.ListWatch{ListWithContextFunc: emptyList("1"), WatchFuncWithContext: openWatch}
+			store := &resyncStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
+			var asked atomic.Int64
+			stop := start(context.Background(), t, r, lw, store, reflectorOptions{resyncPeriod: period, shouldResync: func() bool {
+				return asked.Add(1) > 3 // no to the first three
+			}})
+			require.Eventually(t, func() bool { return store.resyncs.Load() >= 1 }, 10*time.Second, time.Millisecond)
+			stop()
+			require.Greater(t, asked.Load(), int64(3))
+			require.Equal(t, asked.Load()-3, store.resyncs.Load(), "a resync ShouldResync refused was made")
+		})
 	})
 }
