@@ -277,7 +277,8 @@ func (d *driver) exec(c *fsm.Command) error {
 		if c.Request == d.reqID {
 			d.abortRequest()
 		}
-	case fsm.CmdArmTimer:
+	case fsm.CmdArmTimer, fsm.CmdWatchDeadline:
+		// One timer: a wait is armed only in Backoff, a watch's deadline only while it watches.
 		if d.timer != nil {
 			d.timer.Stop()
 		}

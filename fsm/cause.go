@@ -43,6 +43,8 @@ const (
 	CauseWatchRejectedOnce
 	CauseWatchRejected
 	CauseRelistDeferred
+	CauseWatchSilent
+	CauseSilenceCheck
 
 	// Backoff.
 	CauseRetryWatch
@@ -176,6 +178,15 @@ var causeDecls = [numCauses]CauseInfo{
 	// (docs/semantics.md, "Relists").
 	CauseRelistDeferred: {ID: "relist-deferred", Label: "relist held back by a relist rule",
 		Retry: true},
+	// A stream that was delivering and fell silent for longer than its bound, which follows
+	// the stream's cadence (docs/semantics.md, "silent watch"): ended by the machine and
+	// re-opened from the last RV on a fresh connection, before the RV can leave the server's
+	// watch cache. A stream silent from the start is the transport's (WatchSilence) and ends
+	// as stream-ended.
+	CauseWatchSilent: {ID: "watch-silent", Label: "stream silent past its cadence's bound → re-WATCH from last RV, fresh connection",
+		Retry: true},
+	// The deadline of a stream that delivered since it was armed: the next one is armed.
+	CauseSilenceCheck: {ID: "silence-check", Label: "deadline, stream delivering → next deadline"},
 
 	CauseRetryWatch:  {ID: "retry-watch", Label: "timer → WATCH from last RV"},
 	CauseRetryRelist: {ID: "retry-relist", Label: "timer → LIST at last RV"},

@@ -32,11 +32,17 @@ const (
 	CmdApply
 	// CmdStopped: the reflector has stopped; the driver returns.
 	CmdStopped
+	// CmdWatchDeadline: arm timer Timer to fire after Delay, while the watch Request is open:
+	// the machine then looks whether the stream has been silent for longer than its bound
+	// (docs/semantics.md, "silent watch"). It is not a wait: the driver arms it as any timer
+	// (Backoff's timer and a deadline are never armed together), and stats do not count it as
+	// backing off.
+	CmdWatchDeadline
 )
 
 var commandKindNames = enumNames[CommandKind]{typ: "CommandKind", kind: "command kind",
 	names: []string{"", "list", "watch", "cancel-request", "arm-timer", "cancel-timer",
-		"stage", "replace-store", "discard-staged", "apply", "stopped"}}
+		"stage", "replace-store", "discard-staged", "apply", "stopped", "watch-deadline"}}
 
 func (k CommandKind) String() string                { return commandKindNames.String(k) }
 func (k CommandKind) MarshalText() ([]byte, error)  { return commandKindNames.MarshalText(k) }
@@ -71,7 +77,8 @@ type Command struct {
 	// watch").
 	SilenceBound time.Duration `json:"silenceBound,omitempty"`
 
-	// Timer, Delay and Reason describe a timer; Reason is the cause that armed it.
+	// Timer, Delay and Reason describe a timer (a wait, or a watch's deadline); Reason is the
+	// cause that armed a wait.
 	Timer  uint64        `json:"timer,omitempty"`
 	Delay  time.Duration `json:"delay,omitempty"`
 	Reason Cause         `json:"reason,omitempty"`

@@ -49,6 +49,10 @@ func (c Command) String() string {
 		field(&b, "reason", c.Reason.String())
 	case CmdCancelTimer:
 		field(&b, "timer", strconv.FormatUint(c.Timer, 10))
+	case CmdWatchDeadline:
+		field(&b, "request", strconv.FormatUint(c.Request, 10))
+		field(&b, "timer", strconv.FormatUint(c.Timer, 10))
+		field(&b, "delay", c.Delay.String())
 	case CmdStage:
 		switch {
 		case c.Type != 0:

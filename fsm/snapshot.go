@@ -115,6 +115,33 @@ type WatchState struct {
 	// FreshTried: a 410 from a watch cache younger than LastRV was answered by a re-watch on
 	// a fresh connection, and no watch event has arrived since; the next 410 relists.
 	FreshTried bool `json:"freshTried,omitempty"`
+
+	// Silence is the stream's cadence and deadline (docs/semantics.md, "silent watch").
+	Silence WatchSilence `json:"silence,omitzero"`
+}
+
+// WatchSilence is what the silence rule knows of the streams: how often they deliver, and
+// the deadline of the watch in flight. The cadence spans watches (it is the resource's);
+// the deadline is the current watch's.
+type WatchSilence struct {
+	// LastFrame is when the last frame (event or bookmark) arrived, on this watch or one
+	// before it since the last full state: the gap to the next frame spans a re-watch, so the
+	// silence that ended a watch counts in the cadence. Zero: no frame since the last listing.
+	LastFrame time.Time `json:"lastFrame,omitzero"`
+	// Gap is the cadence: the longest gap between frames, decaying by 1/64 at every frame, so
+	// that it follows a stream that speeds up within a few dozen frames and is not pulled
+	// down by one burst. GapKnown: a gap has been measured.
+	Gap      time.Duration `json:"gap,omitempty"`
+	GapKnown bool          `json:"gapKnown,omitempty"`
+	// For is the watch request the deadline belongs to, HeardAt when that watch last showed
+	// life (asked, opened, a frame), and Timer the armed deadline (0: none; the transport's
+	// WatchSilence bound is the only one).
+	For     uint64    `json:"for,omitempty"`
+	HeardAt time.Time `json:"heardAt,omitzero"`
+	Timer   uint64    `json:"timer,omitempty"`
+	// Cuts counts the watches ended for silence since the last frame: each next watch's
+	// bound doubles, so that a stream that fell quiet for good is not cut again and again.
+	Cuts int `json:"cuts,omitempty"`
 }
 
 // WaitState is the backoff: the timer armed, where it leads, and how far the backoff has gone.

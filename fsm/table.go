@@ -76,6 +76,10 @@ var Table = []Transition{
 	// A relist that a relist rule holds back, whichever row above it would have taken: it
 	// waits, then lists (transitions' relistRow). No run takes it unless a rule is configured.
 	{From: Watching, Cause: CauseRelistDeferred, To: Backoff, Then: Relisting},
+	// The watch's deadline: a stream silent past its bound is replaced, one still delivering
+	// gets its next deadline (docs/semantics.md, "silent watch").
+	{From: Watching, Cause: CauseWatchSilent, To: Watching},
+	{From: Watching, Cause: CauseSilenceCheck, To: Watching},
 	{From: Watching, Cause: CauseStop, To: Stopped},
 
 	// Backoff: one timer row for each state a wait can lead to; Snapshot.Next picks it.

@@ -149,3 +149,25 @@ func TestJournalWithARenamedCauseReplays(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, causes, fsm.CauseServerBusy)
 }
+
+// A journal written before a watch's silence followed its cadence (its header has no
+// activeWatchSilence) replays without the deadlines such runs never armed, and one written
+// since replays the deadlines it recorded.
+func TestJournalBeforeTheCadenceBoundReplaysWithoutDeadlines(t *testing.T) {
+	lines := []string{"start", "list-page rv=100", "watch-opened",
+		"+250ms watch-event type=MODIFIED key=default/a rv=101",
+		"+250ms watch-event type=MODIFIED key=default/a rv=102",
+		"+250ms watch-event type=MODIFIED key=default/a rv=103",
+		"+1m watch-ended"}
+	old := writeJournal(t, scriptedRun(t, lines...)).String()
+	require.Contains(t, old, `"activeWatchSilence":-1,`)
+	old = strings.Replace(old, `"activeWatchSilence":-1,`, "", 1)
+	_, err := journal.Replay(strings.NewReader(old), journal.ReplayOptions{Check: true})
+	require.NoError(t, err)
+
+	on := transitions.MustNew(transcriptConfig(func(c *transitions.Config) { c.ActiveWatchSilence = 0 }))
+	r := scriptedRunOn(t, on, lines...)
+	require.Equal(t, fsm.CmdWatchDeadline, r.steps[4].commands[len(r.steps[4].commands)-1].Kind, "the second frame arms a deadline")
+	_, err = journal.Replay(writeJournal(t, r), journal.ReplayOptions{Check: true})
+	require.NoError(t, err)
+}

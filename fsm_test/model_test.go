@@ -35,6 +35,9 @@ type modelServer struct {
 	// lastDelay is the delay of the timer the machine armed last, so the model fires it no
 	// earlier than asked.
 	lastDelay time.Duration
+	// deadlineDue is when the watch's deadline the machine armed last is due
+	// (docs/semantics.md, "silent watch"): the model fires it then, or later.
+	deadlineDue time.Time
 	// sent counts the LIST items sent in answer to each request, by the model's own count.
 	sent map[uint64]int
 	// askedRV is the last RV of the snapshot the current event answers: what a watch asked for.
@@ -105,13 +108,22 @@ func (ms *modelServer) next(t *rapid.T, s *fsm.Snapshot) generated {
 		}
 		return ms.listAnswer(t, s)
 	case fsm.Watching:
+		if s.Watch.Silence.Timer != 0 && rapid.IntRange(0, 3).Draw(t, "deadline") == 0 {
+			if ms.now.Before(ms.deadlineDue) {
+				ms.now = ms.deadlineDue
+			}
+			return generated{event: fsm.Event{Kind: fsm.EvTimerFired, Now: ms.now, Timer: s.Watch.Silence.Timer}}
+		}
 		return ms.watchAnswer(t, s, false)
 	}
 	return ms.stale(t, s)
 }
 
 func (ms *modelServer) stale(t *rapid.T, s *fsm.Snapshot) generated {
-	e := fsm.Event{Now: ms.now, Request: s.Request + 1 + uint64(rapid.IntRange(0, 3).Draw(t, "staleReq")), Timer: s.Wait.Timer + 100}
+	// No timer is armed but Backoff's wait or the watch's deadline, never both: 100 past the
+	// armed one is none.
+	e := fsm.Event{Now: ms.now, Request: s.Request + 1 + uint64(rapid.IntRange(0, 3).Draw(t, "staleReq")),
+		Timer: s.Wait.Timer + s.Watch.Silence.Timer + 100}
 	e.Kind = rapid.SampledFrom([]fsm.EventKind{fsm.EvListPage, fsm.EvListFailed, fsm.EvWatchOpened,
 		fsm.EvWatchEvent, fsm.EvWatchError, fsm.EvWatchOpenFailed, fsm.EvWatchEnded, fsm.EvTimerFired}).Draw(t, "staleKind")
 	e.Type, e.ResourceVersion = fsm.Added, "1"

@@ -41,8 +41,11 @@ func drawRun(t *rapid.T) run {
 		var cmds []fsm.Command
 		s, cmds = m.Next(s, g.event)
 		for _, c := range cmds {
-			if c.Kind == fsm.CmdArmTimer {
+			switch c.Kind {
+			case fsm.CmdArmTimer:
 				ms.lastDelay = c.Delay
+			case fsm.CmdWatchDeadline:
+				ms.deadlineDue = g.event.Now.Add(c.Delay)
 			}
 		}
 		r.steps = append(r.steps, runStep{gen: g, before: before, after: s, cause: cause, commands: cmds})
@@ -470,7 +473,8 @@ func TestPropertyStreamedItemsFormTheStateOnce(t *testing.T) {
 // docs/semantics.md "behind a load balancer": a 410 from a watch cache younger than the RV is
 // answered by a re-watch at the same RV on a fresh connection at most once between two watch
 // events; every other 410 in Watching leads to a relist (at once or after a wait), never to a
-// re-watch; and only that answer asks for a fresh connection.
+// re-watch; and only that answer, and the re-watch of a stream that fell silent
+// ("silent watch"), ask for a fresh connection, both from the last RV.
 func TestPropertyFreshConnectionOnceBetweenEvents(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := drawRun(t)
@@ -483,13 +487,15 @@ func TestPropertyFreshConnectionOnceBetweenEvents(t *testing.T) {
 				if c.Kind != fsm.CmdOpenWatch || !c.FreshConnection {
 					continue
 				}
-				if st.cause != fsm.CauseExpiredYoungCache {
+				if st.cause != fsm.CauseExpiredYoungCache && st.cause != fsm.CauseWatchSilent {
 					t.Fatalf("step %d: %s asked for a fresh connection", i, st.cause)
 				}
 				if c.ResourceVersion != st.before.LastRV {
 					t.Fatalf("step %d: fresh re-watch at %q, last RV %q", i, c.ResourceVersion, st.before.LastRV)
 				}
-				fresh++
+				if st.cause == fsm.CauseExpiredYoungCache {
+					fresh++
+				}
 			}
 			if fresh > 1 {
 				t.Fatalf("step %d: a second fresh-connection re-watch with no watch event between", i)

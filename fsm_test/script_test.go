@@ -49,7 +49,7 @@ func (r *scriptRunner) runLine(line string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if due, ok := r.deadlines[e.Timer]; ok && e.Kind == fsm.EvTimerFired && e.Timer == r.s.Wait.Timer && e.Now.Before(due) {
+	if due, ok := r.deadlines[e.Timer]; ok && e.Kind == fsm.EvTimerFired && e.Timer == armed(r.s) && e.Now.Before(due) {
 		return "", fmt.Errorf("timer %d fired at %s, before it was due at %s", e.Timer, offset(e.Now), offset(due))
 	}
 	from := r.s.State
@@ -57,13 +57,22 @@ func (r *scriptRunner) runLine(line string) (string, error) {
 	var cmds []fsm.Command
 	r.s, cmds = r.m.Next(r.s, e)
 	for _, c := range cmds {
-		if c.Kind == fsm.CmdArmTimer {
+		if c.Kind == fsm.CmdArmTimer || c.Kind == fsm.CmdWatchDeadline {
 			r.deadlines[c.Timer] = e.Now.Add(c.Delay)
 		}
 	}
 	st := step{event: e, from: from, to: r.s.State, cause: cause, commands: cmds}
 	r.log = append(r.log, st)
 	return r.format(st), nil
+}
+
+// armed is the timer the machine has armed: Backoff's wait, or else the watch's deadline
+// (docs/semantics.md, "silent watch"); the two are never armed together.
+func armed(s fsm.Snapshot) uint64 {
+	if s.Wait.Timer != 0 {
+		return s.Wait.Timer
+	}
+	return s.Watch.Silence.Timer
 }
 
 func (r *scriptRunner) format(st step) string {
@@ -101,7 +110,7 @@ func (r *scriptRunner) parse(line string) (fsm.Event, error) {
 	}
 	e := fsm.Event{Kind: kind, Now: r.now, Request: r.s.Request}
 	if kind == fsm.EvTimerFired {
-		e.Request, e.Timer = 0, r.s.Wait.Timer
+		e.Request, e.Timer = 0, armed(r.s)
 	}
 	if kind == fsm.EvStart || kind == fsm.EvStop {
 		e.Request = 0

@@ -63,11 +63,13 @@ func TestTranscripts(t *testing.T) {
 }
 
 // transcriptConfig is the default for transcripts: client-go's reflector backoff without jitter,
-// so that the printed delays read as the schedule itself (800ms, 1.6s, 3.2s, …).
+// so that the printed delays read as the schedule itself (800ms, 1.6s, 3.2s, …), and the
+// silence rule's deadlines off (active-watch-silence=-1), so that a transcript about another
+// rule shows that rule's commands alone; the silent_watch transcripts turn it on.
 func transcriptConfig(mod func(*transitions.Config)) transitions.Config {
 	b := backoff.Reflector()
 	b.Jitter = 0
-	cfg := transitions.Config{Backoff: b, Seed: 1}
+	cfg := transitions.Config{Backoff: b, Seed: 1, ActiveWatchSilence: -1}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -118,10 +120,12 @@ func parseConfig(args []datadriven.CmdArg) (transitions.Config, error) {
 }
 
 // summary prints the configuration in force: the backoff, then every tunable whose value is
-// not the library's default, by its key — so adding a tunable changes no transcript.
+// not the transcripts' default (the library's, the silence rule off), by its key — so adding a
+// tunable changes no transcript.
 func summary(c transitions.Config) string {
 	parts := []string{fmt.Sprintf("backoff=%+v", c.Backoff)}
 	def := transitions.Defaults()
+	def.ActiveWatchSilence = transcriptConfig(nil).ActiveWatchSilence
 	for _, t := range transitions.Tunables() {
 		if v := t.Format(c); v != t.Format(def) {
 			parts = append(parts, t.Key+"="+v)

@@ -54,6 +54,10 @@ func NewReader(r io.Reader) (*Reader, error) {
 		// value, never 0): the commands it recorded carry none.
 		jr.Header.Config.WatchSilence = -1
 	}
+	if jr.Header.Config.ActiveWatchSilence == 0 {
+		// Written before a watch's silence followed its cadence: no deadline was armed.
+		jr.Header.Config.ActiveWatchSilence = -1
+	}
 	return jr, nil
 }
 

@@ -26,6 +26,9 @@ func (m *Machine) cause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 		}
 		return fsm.NoCause
 	case fsm.EvTimerFired:
+		if t := s.Watch.Silence.Timer; t != 0 && e.Timer == t {
+			return m.silenceCause(s, e)
+		}
 		if s.Wait.Timer == 0 || e.Timer != s.Wait.Timer {
 			return fsm.NoCause
 		}

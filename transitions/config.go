@@ -67,6 +67,20 @@ type Config struct {
 	// the healthy quiet watches before their first bookmark); at least 1 s; negative turns it off
 	// (docs/semantics.md, "silent watch").
 	WatchSilence time.Duration `json:"watchSilence,omitempty" help:"end and re-open from the last RV a watch that has delivered nothing for this long; negative: never"`
+	// ActiveWatchSilence and ActiveWatchSilenceFloor bound the silence of a stream that has
+	// been delivering events: the machine ends it once it has been silent for four times its
+	// cadence (the longest recent gap between frames), but never sooner than the floor and
+	// never later than ActiveWatchSilence, and re-watches from the last RV on a fresh
+	// connection. A stream whose gaps reach half the bookmark interval (30 s) is quiet: only
+	// WatchSilence bounds it. The apiserver keeps a resource's events for at least 75 s, so a
+	// stream that was delivering and falls silent is replaced while its RV can still be
+	// resumed; behind a load balancer the fresh connection reaches another kube-apiserver
+	// when the one it held was cut off. Each further re-watch of the same silence doubles the
+	// bound, up to WatchSilence. Defaults 45 s and 5 s; both at least 1 s and at most
+	// WatchSilence (larger values are cut to it); a negative ActiveWatchSilence turns the
+	// rule off, and so does a negative WatchSilence (docs/semantics.md, "silent watch").
+	ActiveWatchSilence      time.Duration `json:"activeWatchSilence,omitempty" help:"longest silence allowed a watch that was delivering events; negative: only watch-silence"`
+	ActiveWatchSilenceFloor time.Duration `json:"activeWatchSilenceFloor,omitempty" help:"shortest silence that ends a watch that was delivering events"`
 	// WatchTimeoutMin and WatchTimeoutMax bound the randomised timeoutSeconds of each watch
 	// (client-go: [5 min, 10 min)).
 	WatchTimeoutMin time.Duration `json:"watchTimeoutMin" help:"shortest timeoutSeconds asked of a watch"`
@@ -90,13 +104,15 @@ const (
 	DefaultRetryAfterCap          = 5 * time.Minute
 	DefaultRetryAfterSpread       = 1.0
 	// RetryAfterExact, as RetryAfterSpread, waits every Retry-After exactly, repeated or not.
-	RetryAfterExact               = -1.0
-	DefaultPageSize               = 500
-	DefaultQuickWatch             = time.Second
-	DefaultQuickEndsBeforeBackoff = 2
-	DefaultWatchTimeoutMin        = 5 * time.Minute
-	DefaultWatchTimeoutMax        = 10 * time.Minute
-	DefaultWatchSilence           = 150 * time.Second
+	RetryAfterExact                = -1.0
+	DefaultPageSize                = 500
+	DefaultQuickWatch              = time.Second
+	DefaultQuickEndsBeforeBackoff  = 2
+	DefaultWatchTimeoutMin         = 5 * time.Minute
+	DefaultWatchTimeoutMax         = 10 * time.Minute
+	DefaultWatchSilence            = 150 * time.Second
+	DefaultActiveWatchSilence      = 45 * time.Second
+	DefaultActiveWatchSilenceFloor = 5 * time.Second
 	// MinWatchSilence is the shortest silence bound: a bound under a second would end watches
 	// between two frames of a busy stream's ordinary jitter.
 	MinWatchSilence = time.Second
@@ -122,6 +138,8 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.WatchTimeoutMin, DefaultWatchTimeoutMin)
 	setDefault(&c.WatchTimeoutMax, DefaultWatchTimeoutMax)
 	setDefault(&c.WatchSilence, DefaultWatchSilence)
+	setDefault(&c.ActiveWatchSilence, DefaultActiveWatchSilence)
+	setDefault(&c.ActiveWatchSilenceFloor, DefaultActiveWatchSilenceFloor)
 	if c.RetryAfterSpread == 0 {
 		c.RetryAfterSpread = DefaultRetryAfterSpread
 	}
@@ -163,6 +181,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.WatchSilence > 0 && c.WatchSilence < MinWatchSilence {
 		errs = append(errs, fmt.Errorf("WatchSilence must be at least %v (negative: off), got %v", MinWatchSilence, c.WatchSilence))
+	}
+	if c.ActiveWatchSilence > 0 && c.ActiveWatchSilence < MinWatchSilence {
+		errs = append(errs, fmt.Errorf("ActiveWatchSilence must be at least %v (negative: off), got %v", MinWatchSilence, c.ActiveWatchSilence))
+	}
+	if c.ActiveWatchSilenceFloor < MinWatchSilence {
+		errs = append(errs, fmt.Errorf("ActiveWatchSilenceFloor must be at least %v, got %v", MinWatchSilence, c.ActiveWatchSilenceFloor))
 	}
 	if c.InternalErrorRewatches < 0 {
 		errs = append(errs, fmt.Errorf("InternalErrorRewatches must not be negative, got %d", c.InternalErrorRewatches))

@@ -22,6 +22,10 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, row fs
 		m.watchEvent(s, e, out)
 	case fsm.CauseWatchOpened, fsm.CauseWatchListOpened:
 		streamOpened(s, e)
+	case fsm.CauseSilenceCheck:
+		s.Watch.Silence.Timer = 0 // keepDeadline arms the next
+	case fsm.CauseWatchSilent:
+		m.watchSilent(s, out)
 
 	case fsm.CauseStart:
 		m.startListing(s, out)
@@ -135,6 +139,7 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, row fs
 	case row.To == fsm.Backoff:
 		m.backoff(s, row, m.delay(s, e, row.Then), out)
 	}
+	m.keepDeadline(s, e, row, out)
 }
 
 // watchEvent is the hot path: one ADDED/MODIFIED/DELETED/BOOKMARK frame on an open watch.
@@ -150,6 +155,7 @@ func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 	}
 	s.Watch.Events++
 	s.Watch.ExpiredStreak, s.Watch.FreshTried = 0, false
+	frameHeard(s, e.Now)
 	if e.Type != fsm.Bookmark {
 		emit(out, fsm.Command{Kind: fsm.CmdApply, Type: e.Type, Key: e.Key, ResourceVersion: e.ResourceVersion, Object: e.Object})
 	}
@@ -180,6 +186,7 @@ func (m *Machine) endRequest(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 // streamOpened notes that the server opened the stream in flight.
 func streamOpened(s *fsm.Snapshot, e *fsm.Event) {
 	s.Watch.Open, s.Watch.OpenedAt, s.Watch.Rejected = true, e.Now, false
+	s.Watch.Silence.HeardAt = e.Now
 }
 
 // streamClosed forgets the current stream; the streaks that span watches stay.

@@ -229,6 +229,33 @@ func rowCases() map[fsm.Transition]rowCase {
 	cases[row(fsm.Watching, fsm.CauseRelistDeferred)] = rowCase{
 		setup: func(p *play) { opened(p); p.m.relistRules = []relistRule{holdRelistsUntil(p.now.Add(time.Minute))} },
 		event: failing(fsm.EvWatchError, httpBare(410)), want: []fsm.CommandKind{cancel, arm}}
+	// A stream that delivered twice, a second apart, has a cadence: its deadline is armed.
+	delivering := func(p *play) {
+		opened(p)
+		for _, rv := range []string{"101", "102"} {
+			p.now = p.now.Add(time.Second)
+			e := p.event(fsm.EvWatchEvent)
+			e.Type, e.Key, e.ResourceVersion = fsm.Modified, "ns/a", rv
+			p.step(e)
+		}
+		require.NotZero(p.t, p.s.Watch.Silence.Timer, "a delivering stream has a deadline")
+	}
+	deadline := func(p *play) fsm.Event {
+		p.now = p.now.Add(time.Hour)
+		return fsm.Event{Kind: fsm.EvTimerFired, Now: p.now, Timer: p.s.Watch.Silence.Timer}
+	}
+	cases[row(fsm.Watching, fsm.CauseWatchSilent)] = rowCase{setup: delivering, event: deadline,
+		want: []fsm.CommandKind{cancel, watch, fsm.CmdWatchDeadline}}
+	cases[row(fsm.Watching, fsm.CauseSilenceCheck)] = rowCase{setup: delivering,
+		event: func(p *play) fsm.Event {
+			p.now = p.now.Add(time.Second)
+			e := p.event(fsm.EvWatchEvent)
+			e.Type, e.Key, e.ResourceVersion = fsm.Modified, "ns/a", "103"
+			p.step(e)
+			p.now = p.now.Add(time.Second)
+			return fsm.Event{Kind: fsm.EvTimerFired, Now: p.now, Timer: p.s.Watch.Silence.Timer}
+		},
+		want: []fsm.CommandKind{fsm.CmdWatchDeadline}}
 	cases[row(fsm.Watching, fsm.CauseStop)] = rowCase{setup: opened,
 		event: plain(fsm.EvStop), want: []fsm.CommandKind{cancel, stopped}}
 

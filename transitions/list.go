@@ -197,6 +197,7 @@ func (m *Machine) replace(s *fsm.Snapshot, rv string, now time.Time, out *[]fsm.
 	// then an InternalError 40 ms later relisting again because the streak was 49 s old).
 	s.InternalErrors.Start, s.InternalErrors.Rewatches = zeroTime, 0
 	s.RVAdvancedAt = now
+	forgetFrames(s)
 	if rv != "" {
 		s.LastRV = rv
 		s.RVUnusable = false

@@ -1,0 +1,127 @@
+package transitions
+
+import (
+	"time"
+
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// The silence rule (docs/semantics.md, "silent watch"): how long a watch may stay silent
+// before the machine ends it and re-watches from the last RV. A stream silent from its start
+// is bounded by WatchSilence alone, which the watch command carries and the transport
+// measures: a healthy quiet watch's first bookmark may take two minutes. A stream that has
+// shown a cadence is bounded by that cadence, which is what keeps the resume RV resumable:
+// the machine arms a deadline (fsm.CmdWatchDeadline) and, when it fires, ends the stream if
+// it has been silent for the bound, or arms the next deadline if it has delivered since.
+
+const (
+	// silenceGapFactor: a stream is silent once it has gone this many times its cadence (its
+	// longest recent gap) without a frame.
+	silenceGapFactor = 4
+	// silenceGapDecay: the cadence loses 1/2^silenceGapDecay at every frame, so that it follows
+	// a stream that speeds up (from a quiet 60 s to 250 ms within about 250 frames) and is not
+	// pulled down by one burst of a few dozen frames.
+	silenceGapDecay = 6
+	// quietGap: a stream whose cadence reaches half the apiserver's bookmark interval (60 s)
+	// delivers bookmarks rather than events, and its silence is WatchSilence's alone.
+	quietGap = 30 * time.Second
+	// maxSilenceDoublings bounds the doubling of the bound over the re-watches of one silence.
+	maxSilenceDoublings = 16
+)
+
+// frameHeard notes a frame of the watch in flight at now: the gap since the frame before it
+// (on this watch or, across a re-watch, the one before) joins the cadence, and the silence is
+// over. It is on the hot path: no allocation, a few comparisons.
+func frameHeard(s *fsm.Snapshot, now time.Time) {
+	w := &s.Watch.Silence
+	if !w.LastFrame.IsZero() {
+		gap := now.Sub(w.LastFrame)
+		w.Gap -= w.Gap >> silenceGapDecay
+		if gap > w.Gap {
+			w.Gap = gap
+		}
+		w.GapKnown = true
+	}
+	w.LastFrame, w.HeardAt, w.Cuts = now, now, 0
+}
+
+// forgetFrames starts the cadence's gaps afresh after a full state: the time a listing took
+// is no gap between frames. The cadence itself is the resource's and stays.
+func forgetFrames(s *fsm.Snapshot) {
+	s.Watch.Silence.LastFrame, s.Watch.Silence.Cuts = zeroTime, 0
+}
+
+// activeSilence is the bound of the watch in flight when the silence rule bounds it, and
+// false when only WatchSilence does (the rule is off, no cadence is known yet, the stream is
+// quiet, or the re-watches of one silence have doubled the bound to WatchSilence).
+func (m *Machine) activeSilence(s *fsm.Snapshot) (time.Duration, bool) {
+	w := &s.Watch.Silence
+	q := m.cfg.WatchSilence
+	if m.cfg.ActiveWatchSilence < 0 || q < 0 || !w.GapKnown || w.Gap >= quietGap {
+		return 0, false
+	}
+	hi := min(m.cfg.ActiveWatchSilence, q)
+	lo := min(m.cfg.ActiveWatchSilenceFloor, hi)
+	b := min(max(silenceGapFactor*w.Gap, lo), hi)
+	for range min(w.Cuts, maxSilenceDoublings) {
+		b *= 2
+	}
+	if b >= q {
+		return 0, false
+	}
+	return b, true
+}
+
+// silenceCause reads a fired deadline: the stream has been silent for its bound, or it has
+// delivered since and gets its next deadline.
+func (m *Machine) silenceCause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
+	if b, ok := m.activeSilence(s); ok && e.Now.Sub(s.Watch.Silence.HeardAt) >= b {
+		return fsm.CauseWatchSilent
+	}
+	return fsm.CauseSilenceCheck
+}
+
+// watchSilent ends the silent stream and re-watches from the last RV on a fresh connection:
+// behind a load balancer, the kube-apiserver that held the stream may be the one that has
+// stopped (cut off from etcd, its watch cache frozen), and the load balancer can send a new
+// connection elsewhere (docs/semantics.md, "silent watch", "behind a load balancer").
+func (m *Machine) watchSilent(s *fsm.Snapshot, out *[]fsm.Command) {
+	emit(out, fsm.Command{Kind: fsm.CmdCancelRequest, Request: s.Request})
+	s.Request = 0
+	s.Watch.Silence.Timer = 0
+	s.Watch.Silence.Cuts++
+	m.openWatch(s, out)
+	(*out)[len(*out)-1].FreshConnection = true
+}
+
+// keepDeadline runs after every transition: it keeps the deadline of the watch in flight
+// armed while the silence rule bounds it, and disarms it otherwise. A new watch's silence
+// runs from the moment it was asked for. The hot path — a frame on a watch whose deadline is
+// armed — costs a few comparisons.
+func (m *Machine) keepDeadline(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
+	w := &s.Watch.Silence
+	if row.To != fsm.Watching || s.Request == 0 || s.List.Streaming {
+		if w.Timer != 0 && row.To != fsm.Backoff && row.To != fsm.Stopped {
+			// Backoff's timer replaces the deadline in the driver, and a stop disarms it.
+			emit(out, fsm.Command{Kind: fsm.CmdCancelTimer, Timer: w.Timer})
+		}
+		w.Timer, w.For = 0, 0
+		return
+	}
+	if w.For != s.Request {
+		w.For, w.HeardAt = s.Request, e.Now
+	} else if w.Timer != 0 && w.Gap < quietGap {
+		return // armed, and still bounded by the rule (a quiet stream falls through: disarmed)
+	}
+	b, ok := m.activeSilence(s)
+	if !ok {
+		if w.Timer != 0 {
+			emit(out, fsm.Command{Kind: fsm.CmdCancelTimer, Timer: w.Timer})
+			w.Timer = 0
+		}
+		return
+	}
+	w.Timer = m.nextID(s)
+	emit(out, fsm.Command{Kind: fsm.CmdWatchDeadline, Request: s.Request, Timer: w.Timer,
+		Delay: max(w.HeardAt.Add(b).Sub(e.Now), MinWait)})
+}
