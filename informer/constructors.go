@@ -46,7 +46,7 @@ func WithOptions(opts Options) func(cache.ListerWatcher, runtime.Object, time.Du
 		if name == "" {
 			name = fmt.Sprintf("%T", example)
 		}
-		t, err := listwatch.New(lw, name)
+		t, err := listwatch.New(lw, name, listwatch.WithExpectedType(example))
 		if err != nil {
 			return failed(err, example, o)
 		}
@@ -111,7 +111,7 @@ func NewInformerFuncIn(example runtime.Object, namespace string, tweak func(*met
 				o.Name += "." + gvr.Group
 			}
 		}
-		var topts []listwatch.Option
+		topts := []listwatch.Option{listwatch.WithExpectedType(example)}
 		if tweak != nil {
 			topts = append(topts, listwatch.WithTweakListOptions(tweak))
 		}

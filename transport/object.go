@@ -14,8 +14,9 @@ const InitialEventsEnd = "k8s.io/initial-events-end"
 
 // SetObject fills e (an EvWatchEvent whose Type is set) from obj: its resourceVersion, and
 // for a bookmark whether it ends the initial state; for any other event the object and its
-// namespace/name key. An object without metadata, or without a name where one is due, is an
-// error: the stream carrying it cannot be trusted.
+// namespace/name key. An object without metadata is an error: the stream carrying it cannot be
+// trusted. An object without a name is passed on, keyed "namespace/" (or ""), as client-go's
+// reflector passes it to its store, whose key function decides (docs/semantics.md, "Stores").
 func SetObject(e *fsm.Event, obj any) error {
 	if obj == nil {
 		return fmt.Errorf("%s event without an object", e.Type)
@@ -29,23 +30,17 @@ func SetObject(e *fsm.Event, obj any) error {
 		e.InitialEventsEnd = m.GetAnnotations()[InitialEventsEnd] == "true"
 		return nil
 	}
-	if m.GetName() == "" {
-		return fmt.Errorf("%s object without a name", e.Type)
-	}
 	e.Object = obj
 	e.Key = objectKey(m)
 	return nil
 }
 
 // ItemKey is the namespace/name key and resourceVersion of one item of a full state (a LIST
-// item). An item without metadata or without a name is an error, as for a watch event.
+// item). An item without metadata is an error, as for a watch event; one without a name is not.
 func ItemKey(obj any) (key, resourceVersion string, err error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return "", "", fmt.Errorf("list item without metadata: %w", err)
-	}
-	if m.GetName() == "" {
-		return "", "", fmt.Errorf("list item without a name")
 	}
 	return objectKey(m), m.GetResourceVersion(), nil
 }

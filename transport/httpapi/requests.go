@@ -124,7 +124,7 @@ func (t *Transport) list(ctx context.Context, c *fsm.Command, held func(namespac
 }
 
 // itemFailure is an item the decoder read but the transport could not pass on (an object
-// without a name); the LIST fails with it.
+// without metadata); the LIST fails with it.
 type itemFailure struct{ f *fsm.Failure }
 
 func (e *itemFailure) Error() string { return e.f.Message }

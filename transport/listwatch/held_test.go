@@ -72,15 +72,25 @@ func TestListHeldHandsOverUnchangedItemsAsKeys(t *testing.T) {
 	require.Len(t, got[0].Items, 4)
 }
 
-// An item without a name fails the LIST, as it fails a watch.
-func TestListHeldRefusesAnItemWithoutAName(t *testing.T) {
-	lw := &cache.ListWatch{ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-		return &corev1.ConfigMapList{Items: []corev1.ConfigMap{{}}}, nil
-	}}
+// An item without a name is handed over with its object, keyed by its namespace alone, as
+// client-go's reflector hands it to its store (docs/semantics.md, "Stores"); an item without
+// metadata fails the LIST.
+func TestListHeldHandsOverAnItemWithoutAName(t *testing.T) {
+	var list runtime.Object = &corev1.ConfigMapList{Items: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}}}}
+	lw := &cache.ListWatch{ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return list, nil }}
 	tr, err := listwatch.New(lw, "configmaps")
 	require.NoError(t, err)
 	var got []fsm.Event
 	tr.ListHeld(context.Background(), fsm.Command{Kind: fsm.CmdListPage, Request: 1}, heldAt, func(e fsm.Event) bool { got = append(got, e); return true })
+	require.Len(t, got, 2)
+	require.Equal(t, fsm.EvListItem, got[0].Kind)
+	require.Equal(t, "ns/", got[0].Key)
+	require.NotNil(t, got[0].Object)
+	require.Equal(t, fsm.EvListPage, got[1].Kind)
+
+	list = &metav1.List{Items: []runtime.RawExtension{{Object: &metav1.Status{}}}}
+	got = nil
+	tr.ListHeld(context.Background(), fsm.Command{Kind: fsm.CmdListPage, Request: 2}, heldAt, func(e fsm.Event) bool { got = append(got, e); return true })
 	require.Len(t, got, 1)
 	require.Equal(t, fsm.EvListFailed, got[0].Kind)
 	require.Equal(t, fsm.Decode, got[0].Failure.Transport)

@@ -3,9 +3,14 @@ package listwatch
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
@@ -21,6 +26,10 @@ type Transport struct {
 	clock clockx.Clock
 	// Selectors are added to every request, as a factory's TweakListOptions would.
 	tweak func(*metav1.ListOptions)
+	// expectedType and expectedGVK, when set, are what every watch event's object must be
+	// (WithExpectedType).
+	expectedType reflect.Type
+	expectedGVK  *schema.GroupVersionKind
 }
 
 // Option changes a Transport.
@@ -30,6 +39,43 @@ type Option func(*Transport)
 // (resourceVersion, limit, continue, timeout, bookmarks) are set: for label or field selectors.
 func WithTweakListOptions(f func(*metav1.ListOptions)) Option {
 	return func(t *Transport) { t.tweak = f }
+}
+
+// WithExpectedType makes the transport drop a watch event whose object is not of example's
+// type — or, for an *unstructured.Unstructured example with an apiVersion and kind, not of that
+// group, version and kind — with an error through utilruntime.HandleError, as client-go's
+// reflector drops it: a ListerWatcher that mixes types cannot put a stranger in the store
+// (docs/semantics.md, "Stores"). The informer's constructors pass their example object.
+func WithExpectedType(example runtime.Object) Option {
+	return func(t *Transport) {
+		if example == nil {
+			return
+		}
+		t.expectedType = reflect.TypeOf(example)
+		if u, ok := example.(*unstructured.Unstructured); ok {
+			if gvk := u.GroupVersionKind(); gvk.Version != "" && gvk.Kind != "" {
+				t.expectedGVK = &gvk
+			}
+		}
+	}
+}
+
+// expected says whether obj, a watch event's object, is of the expected type; it reports one
+// that is not, as client-go's reflector does.
+func (t *Transport) expected(ctx context.Context, obj runtime.Object) bool {
+	if t.expectedType != nil {
+		if actual := reflect.TypeOf(obj); actual != t.expectedType {
+			utilruntime.HandleErrorWithContext(ctx, nil, "Unexpected watch event object type", "reflector", t.name, "expectedType", t.expectedType, "actualType", actual)
+			return false
+		}
+	}
+	if t.expectedGVK != nil && obj != nil {
+		if actual := obj.GetObjectKind().GroupVersionKind(); actual != *t.expectedGVK {
+			utilruntime.HandleErrorWithContext(ctx, nil, "Unexpected watch event object gvk", "reflector", t.name, "expectedGVK", *t.expectedGVK, "actualGVK", actual)
+			return false
+		}
+	}
+	return true
 }
 
 // WithClock sets the clock a watch's silence is measured on (default: the wall clock).
@@ -223,6 +269,9 @@ func (t *Transport) WatchHeld(ctx context.Context, c fsm.Command, held func(name
 				return
 			}
 			sw.Frame()
+			if we.Type != watch.Error && !t.expected(ctx, we.Object) {
+				continue
+			}
 			e, goOn := event(we, c.Request)
 			if held != nil && goOn {
 				switch {

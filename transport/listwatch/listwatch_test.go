@@ -99,9 +99,9 @@ func TestWatchTranslatesEvents(t *testing.T) {
 			send: []watch.Event{{Type: watch.Error, Object: cm("x", "1")}},
 			last: fsm.Event{Kind: fsm.EvWatchError, Failure: &fsm.Failure{Transport: fsm.Decode, Message: "Error event carrying a *v1.ConfigMap, not a Status"}},
 		},
-		"an object without a name": {
-			send: []watch.Event{{Type: watch.Modified, Object: &corev1.ConfigMap{}}},
-			last: fsm.Event{Kind: fsm.EvWatchEnded, Failure: &fsm.Failure{Transport: fsm.Decode, Message: "decode: MODIFIED object without a name"}},
+		"an object without metadata": {
+			send: []watch.Event{{Type: watch.Modified, Object: &metav1.Status{}}},
+			last: fsm.Event{Kind: fsm.EvWatchEnded, Failure: &fsm.Failure{Transport: fsm.Decode, Message: "decode: MODIFIED object without metadata: object does not implement the Object interfaces"}},
 		},
 		"an unknown event type": {
 			send: []watch.Event{{Type: "SURPRISE", Object: cm("a", "1")}},

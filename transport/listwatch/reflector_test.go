@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
@@ -55,7 +57,7 @@ var reflectors = []reflectorRun{
 		r.RunWithContext(ctx)
 	}},
 	{"rewatch", func(ctx context.Context, t *testing.T, lw *cache.ListWatch, store cache.Store, o reflectorOptions) {
-		tr, err := listwatch.New(lw, "configmaps")
+		tr, err := listwatch.New(lw, "configmaps", listwatch.WithExpectedType(&corev1.ConfigMap{}))
 		require.NoError(t, err)
 		err = driver.Run(ctx, driver.Config{Transport: tr, Store: store, Clock: o.clock, Logger: slog.New(slog.DiscardHandler),
 			ResyncPeriod: o.resyncPeriod, ShouldResync: o.shouldResync})
@@ -264,5 +266,43 @@ func TestReflectorResyncsTheStore(t *testing.T) {
 			require.Greater(t, asked.Load(), int64(3))
 			require.Equal(t, asked.Load()-3, store.resyncs.Load(), "a resync ShouldResync refused was made")
 		})
+	})
+}
+
+// A watch event whose object is not of the expected type is dropped with an error (through
+// utilruntime.HandleError) and the watch goes on; an object without a name is passed to the
+// store, which keys it as its key function does ("namespace/"), from a LIST and from a watch.
+func TestReflectorDropsStrangersAndKeepsNamelessObjects(t *testing.T) {
+	handlers := utilruntime.ErrorHandlers
+	t.Cleanup(func() { utilruntime.ErrorHandlers = handlers })
+	var reported atomic.Int64
+	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, _ error, msg string, _ ...any) {
+		if strings.Contains(msg, "Unexpected watch event object type") {
+			reported.Add(1)
+		}
+	}}
+	eachReflector(t, func(t *testing.T, r reflectorRun) {
+		reported.Store(0)
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+				return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1"},
+					Items: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "listed", ResourceVersion: "1"}}}}, nil
+			},
+			WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				fw := watch.NewFakeWithChanSize(3, false)
+				if o.ResourceVersion == "1" {
+					fw.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "stranger", Namespace: "ns", ResourceVersion: "2"}})
+					fw.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "watched", ResourceVersion: "3"}})
+					fw.Add(cm("last", "4"))
+				}
+				return fw, nil
+			},
+		}
+		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+		stop := start(context.Background(), t, r, lw, store, reflectorOptions{})
+		require.Eventually(t, func() bool { _, ok, _ := store.GetByKey("ns/last"); return ok }, 10*time.Second, time.Millisecond)
+		stop()
+		require.ElementsMatch(t, []string{"listed/", "watched/", "ns/last"}, store.ListKeys())
+		require.EqualValues(t, 1, reported.Load(), "the stranger was not reported")
 	})
 }
