@@ -205,8 +205,14 @@ func (e *env) write(tag string) {
 // waitCause waits for a transition with cause c and returns it.
 func (e *env) waitCause(c fsm.Cause) driver.Transition {
 	e.t.Helper()
+	return e.waitCauseWithin(c, 30*time.Second)
+}
+
+// waitCauseWithin waits up to d for a transition with cause c and returns it.
+func (e *env) waitCauseWithin(c fsm.Cause, d time.Duration) driver.Transition {
+	e.t.Helper()
 	var found driver.Transition
-	ok := waitFor(30*time.Second, func() bool {
+	ok := waitFor(d, func() bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		for _, tr := range e.trans {
