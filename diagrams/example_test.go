@@ -23,6 +23,7 @@ func ExampleMermaid() {
 	// Watching --> Backoff : refused / reset / EOF before open ⇒ then Watching
 	// Watching --> Backoff : repeated quick stream ends ⇒ then Watching
 	// Watching --> Backoff : 410 again without progress ⇒ then Relisting
+	// Watching --> Backoff : too large RV → wait (Retry-After), LIST RV=#34;#34; ⇒ then Relisting
 	// Watching --> Backoff : 401 / 403 / 404 / other, first → re-WATCH after backoff ⇒ then Watching
 	// Watching --> Backoff : 401 / 403 / 404 / other, again ⇒ then Relisting
 	// Watching --> Backoff : relist held back by a relist rule ⇒ then Relisting

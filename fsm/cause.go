@@ -164,7 +164,7 @@ var causeDecls = [numCauses]CauseInfo{
 	// a fresh connection first (docs/semantics.md, "behind a load balancer").
 	CauseExpiredYoungCache: {ID: "expired-young-cache", Label: "410 from a watch cache younger than the RV → re-WATCH on a fresh connection",
 		Classes: ClassesOf(ClassExpired), Retry: true, AvoidsList: AvoidsList},
-	CauseTooLargeRV: {ID: "too-large-rv", Label: "too large RV → LIST RV=\"\"",
+	CauseTooLargeRV: {ID: "too-large-rv", Label: "too large RV → wait (Retry-After), LIST RV=\"\"",
 		Classes: ClassesOf(ClassTooLargeRV), Retry: true},
 	// The first refusal since a watch was last accepted re-watches after the wait: right after
 	// an apiserver restart the authorizer may answer 403 before its caches have synced

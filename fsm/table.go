@@ -70,7 +70,9 @@ var Table = []Transition{
 	{From: Watching, Cause: CauseExpired, To: Relisting},
 	{From: Watching, Cause: CauseExpiredAgain, To: Backoff, Then: Relisting},
 	{From: Watching, Cause: CauseExpiredYoungCache, To: Watching},
-	{From: Watching, Cause: CauseTooLargeRV, To: Relisting},
+	// A watch cache lagging etcd answers a re-watch "too large" until it catches up: the relist
+	// at "" waits first, or every round would cost a consistent LIST at once.
+	{From: Watching, Cause: CauseTooLargeRV, To: Backoff, Then: Relisting},
 	{From: Watching, Cause: CauseWatchRejectedOnce, To: Backoff, Then: Watching},
 	{From: Watching, Cause: CauseWatchRejected, To: Backoff, Then: Relisting},
 	// A relist that a relist rule holds back, whichever row above it would have taken: it

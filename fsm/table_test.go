@@ -60,6 +60,7 @@ func TestWaitDestinations(t *testing.T) {
 		{Watching, CauseConnectFailed, Watching, CauseRetryWatch},
 		{Watching, CauseStreamEndedQuickly, Watching, CauseRetryWatch},
 		{Watching, CauseExpiredAgain, Relisting, CauseRetryRelist},
+		{Watching, CauseTooLargeRV, Relisting, CauseRetryRelist},
 		{Watching, CauseWatchRejectedOnce, Watching, CauseRetryWatch},
 		{Watching, CauseWatchRejected, Relisting, CauseRetryRelist},
 		{Watching, CauseRelistDeferred, Relisting, CauseRetryRelist},

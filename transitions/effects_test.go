@@ -221,7 +221,7 @@ func rowCases() map[fsm.Transition]rowCase {
 			return failing(fsm.EvWatchOpenFailed, httpStatus(410, st))(p)
 		}, want: []fsm.CommandKind{watch}}
 	cases[row(fsm.Watching, fsm.CauseTooLargeRV)] = rowCase{setup: watching,
-		event: failing(fsm.EvWatchOpenFailed, httpStatus(504, tooLargeRVStatus())), want: []fsm.CommandKind{list}}
+		event: failing(fsm.EvWatchOpenFailed, httpStatus(504, tooLargeRVStatus())), want: []fsm.CommandKind{arm}}
 	cases[row(fsm.Watching, fsm.CauseWatchRejectedOnce)] = rowCase{setup: watching,
 		event: failing(fsm.EvWatchOpenFailed, httpBare(403)), want: []fsm.CommandKind{arm}}
 	cases[row(fsm.Watching, fsm.CauseWatchRejected)] = rowCase{setup: func(p *play) { p.watching().watchFails(403).fire() },

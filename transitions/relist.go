@@ -81,6 +81,8 @@ func (m *Machine) beginRelist(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition,
 		m.relistNow(s, e, out)
 	case row.Cause == fsm.CauseRelistDeferred:
 		m.backoff(s, row, max(m.relistWait(s, e), MinWait), out)
+	case row.Cause == fsm.CauseTooLargeRV:
+		m.backoff(s, row, max(m.lagDelay(s, e), m.relistWait(s, e)), out)
 	default:
 		m.backoff(s, row, max(m.delay(s, e, row.Then), m.relistWait(s, e)), out)
 	}

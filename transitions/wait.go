@@ -28,12 +28,33 @@ func (m *Machine) delay(s *fsm.Snapshot, e *fsm.Event, next fsm.State) time.Dura
 		// The cap is validated to be at least MinWait; the floor holds here all the same.
 		return max(m.retryAfterWait(s, e, next, min(ra, m.cfg.RetryAfterCap)), MinWait)
 	}
+	d := m.step(s)
+	if next == fsm.Watching {
+		d = m.guardResumeRV(s, e, d)
+	}
+	return max(d, MinWait)
+}
+
+// step is the backoff policy's next wait; the backoff advances.
+func (m *Machine) step(s *fsm.Snapshot) time.Duration {
 	d := m.cfg.Backoff.Delay(s.Wait.Attempt, m.rand(s))
 	if s.Wait.Attempt < math.MaxInt32 {
 		s.Wait.Attempt++
 	}
-	if next == fsm.Watching {
-		d = m.guardResumeRV(s, e, d)
+	return d
+}
+
+// lagDelay is the wait before the relist that answers "too large resource version" on a
+// re-watch: the backoff's next step, never shorter than the server's Retry-After. The RV came
+// from the server itself (the LIST that began the watch), so the answer means a watch cache
+// lagging etcd; its hint is a fixed second (kube-apiserver's watch cache always says 1), not a
+// measure of the lag, and a lag that outlasts it answers every round alike. So unlike other
+// hints it advances the backoff: a lasting lag costs a consistent LIST per backoff step, up to
+// the cap, not one per second (docs/semantics.md, "too large resource version").
+func (m *Machine) lagDelay(s *fsm.Snapshot, e *fsm.Event) time.Duration {
+	d := m.step(s)
+	if ra, ok := retryAfter(e.Failure); ok && ra >= MinRetryAfter {
+		d = max(d, min(ra, m.cfg.RetryAfterCap))
 	}
 	return max(d, MinWait)
 }
