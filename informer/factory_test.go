@@ -125,10 +125,19 @@ func TestSharedInformerFactoryInformerFor(t *testing.T) {
 	require.ElementsMatch(t, th[:5], o[:5])
 	require.Equal(t, th[5:], o[5:])
 
-	p.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1, Fault: faultproxy.WatchError(faultproxy.TooManyRequests(1)).AfterDelay(10 * time.Millisecond)})
+	// A 429 as an event: the rule applies to the next watch, so the open one is dropped (a
+	// re-watch), the re-watch gets the 429 and the informer watches once more. The wait is for
+	// all of that, not only for the object, which the open watch could deliver on its own.
+	event429 := p.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, Times: 1, Fault: faultproxy.WatchError(faultproxy.TooManyRequests(1)).AfterDelay(10 * time.Millisecond)})
+	_, watchesBefore := p.Counts()
+	s.DropWatches()
 	_, err = s.Create(sim.ConfigMaps, "default", "after-429", nil)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, ok, _ := inf.GetIndexer().GetByKey("default/after-429"); return ok }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, ok, _ := inf.GetIndexer().GetByKey("default/after-429")
+		_, watches := p.Counts()
+		return ok && event429.Fired() == 1 && watches >= watchesBefore+2
+	}, 10*time.Second, time.Millisecond)
 	// The initial state streams as a watch-list (informer.WatchListFor), which the first 429
 	// refused once; it is the one full state the informer took.
 	full := 0
