@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -184,6 +185,15 @@ func (w *world) waitState(state fsm.State) driver.Transition {
 		return last.To == state
 	}, 10*time.Second, 2*time.Millisecond, "never reached %s", state)
 	return last
+}
+
+// waitCause waits until observers have heard of a transition with cause c. The driver arms a
+// transition's timer before its observers hear of it, so a wait for the timer alone does not
+// mean the transition is recorded.
+func (w *world) waitCause(c fsm.Cause) {
+	w.t.Helper()
+	require.Eventually(w.t, func() bool { return slices.Contains(w.causes(), c) }, 10*time.Second, 2*time.Millisecond,
+		"never saw %v; saw %v", c, w.causes())
 }
 
 // waitTimer waits until the reflector has armed its backoff timer and returns its delay.
