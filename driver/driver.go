@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -319,6 +320,9 @@ func (d *driver) exec(c *fsm.Command) error {
 // when the store is an IncrementalStore (one is begun with the state's first objects), held
 // for the atomic Replace otherwise (docs/semantics.md, "Relists").
 func (d *driver) stage(c *fsm.Command) error {
+	if c.Type == fsm.Deleted {
+		return d.unstage(c)
+	}
 	if d.incremental == nil {
 		if c.Object != nil {
 			d.staged = append(d.staged, c.Object)
@@ -345,6 +349,44 @@ func (d *driver) stage(c *fsm.Command) error {
 		if err := d.putStaged(obj); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// unstage takes an object out of the full state being received: a DELETED among a watch-list's
+// initial events (fsm.CmdStage). Held objects of its key are dropped; an incremental store's
+// replacement drops the key (Dropper), so that the state's end deletes the object whether it
+// was put in this state or held before; a replacement that cannot has the store's Delete.
+func (d *driver) unstage(c *fsm.Command) error {
+	key := c.Key
+	if key == "" {
+		k, err := KeyOf(c.Object)
+		if err != nil {
+			return fmt.Errorf("store: stage deletion: %w", err)
+		}
+		key = k
+	}
+	if d.incremental == nil {
+		d.staged = slices.DeleteFunc(d.staged, func(obj any) bool {
+			k, err := KeyOf(obj)
+			return err == nil && k == key
+		})
+		return nil
+	}
+	if err := d.beginReplace(); err != nil {
+		return err
+	}
+	if dr, ok := d.replacing.(Dropper); ok {
+		if err := dr.Drop(key); err != nil {
+			return fmt.Errorf("store: replace: drop %s: %w", key, err)
+		}
+		return nil
+	}
+	if c.Object == nil {
+		return fmt.Errorf("store: replace: drop %s: %T cannot drop a key and the deletion carries no object", key, d.replacing)
+	}
+	if err := d.cfg.Store.Delete(c.Object); err != nil {
+		return fmt.Errorf("store: delete %s: %w", key, err)
 	}
 	return nil
 }

@@ -80,6 +80,17 @@ type VersionedStore interface {
 	// BeginReplace of a VersionedStore returns a Replacement that is also a Keeper.
 }
 
+// Dropper is a Replacement that can take an object out of the new state: a DELETED among a
+// watch-list's initial events (kube-apiserver before 1.32 sends them) says the object is not
+// part of the state, whether it was put in this replacement or held before, so Finish deletes
+// it. MemStore's and the informer's replacements are Droppers; for one that is not, the driver
+// calls the store's Delete with the deleted object while the replacement is open.
+type Dropper interface {
+	// Drop says the new state does not contain the object stored under key (namespace/name);
+	// dropping a key the store does not hold is no error.
+	Drop(key string) error
+}
+
 // Keeper is the Replacement of a VersionedStore: it can take an object of the new state
 // without the object, because the store holds it at the same resourceVersion.
 type Keeper interface {
@@ -282,6 +293,19 @@ func (r *memReplacement) Finish(resourceVersion string) error {
 }
 
 func (r *memReplacement) Abandon() {}
+
+// Drop marks the entry of key as not of the new generation, so that Finish deletes it; until
+// then a reader sees it as it was put, as it sees every object the new state lacks.
+func (r *memReplacement) Drop(key string) error {
+	n := nameOfKey(key)
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.items[n]; ok && e.gen == r.gen {
+		s.items[n] = memEntry{e.obj, r.gen - 1}
+	}
+	return nil
+}
 
 // HeldVersions is the store's VersionedStore query: nil while it is empty.
 func (s *MemStore) HeldVersions() HeldVersion {

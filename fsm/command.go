@@ -20,7 +20,9 @@ const (
 	// CmdStage: take Object or Items (a LIST item, a LIST page, or one initial event of a
 	// watch-list stream) into the full state being received: the driver puts them into an
 	// incremental store at once, or holds them for one atomic Replace (docs/semantics.md,
-	// "Relists"). A stage without objects (an old journal's page) counts ItemCount only.
+	// "Relists"). A stage without objects (an old journal's page) counts ItemCount only. A
+	// stage of Type DELETED (a watch-list's initial event) takes the object of Key out of the
+	// state instead (docs/semantics.md, "Streaming list").
 	CmdStage
 	// CmdReplaceStore: store.Replace(everything staged, ResourceVersion).
 	CmdReplaceStore

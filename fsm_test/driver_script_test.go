@@ -587,6 +587,13 @@ func (r loggingReplacement) Finish(rv string) error {
 	return nil
 }
 
+func (r loggingReplacement) Drop(key string) error {
+	if err := r.s.refuse("Drop " + key); err != nil {
+		return err
+	}
+	return r.r.(driver.Dropper).Drop(key)
+}
+
 func (r loggingReplacement) Abandon() {
 	r.s.h.logf("store: Abandon")
 	r.r.Abandon()

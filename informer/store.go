@@ -254,5 +254,15 @@ func (r *replacement) Finish(string) error {
 	return nil
 }
 
+// Drop takes key out of the state being applied (driver.Dropper): Finish deletes it, with the
+// DeletedFinalStateUnknown every object the state lacks gets, if the indexer holds it.
+func (r *replacement) Drop(key string) error {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(r.seen, key)
+	return nil
+}
+
 // Abandon leaves every object put where it is; the next full state completes the job.
 func (r *replacement) Abandon() { r.seen = nil }
