@@ -44,9 +44,8 @@ func dot() (string, error) {
 	}
 	g = strings.Replace(g, stopped, fmt.Sprintf("\t%s [label=%q, penwidth=2];\n", fsm.Stopped, fsm.Stopped.String()), 1)
 
-	// Edge labels are long sentences and self-loops carry up to seven of them; without more
-	// room dot packs them over neighbouring edges. The fonts are ones every browser maps to a
-	// face with Graphviz's built-in metrics, so the boxes it sizes fit the text drawn.
+	// Edge labels are long sentences and self-loops carry up to ten of them; without more
+	// room dot packs them over neighbouring edges. See dotStyle for the font.
 	const rankdir = "\trankdir=\"LR\";\n"
 	if !strings.Contains(g, rankdir) {
 		return "", fmt.Errorf("diagrams: stateless ToGraph has no line %q", rankdir)
@@ -56,9 +55,20 @@ func dot() (string, error) {
 	return dotHeader + g, nil
 }
 
-const dotStyle = "\tnodesep=0.6;\n\transep=1.2;\n" +
-	"\tnode [fontname=\"Helvetica\", fontsize=14];\n" +
-	"\tedge [fontname=\"Helvetica\", fontsize=11];\n"
+// dotStyle spaces the ranks and nodes and names the font. dot sizes every label by its
+// built-in metrics for the font named, and a renderer that draws the text in a wider face
+// than that runs it into its neighbours (with Helvetica's metrics, DejaVu Sans — what
+// rsvg-convert and most Linux browsers draw for sans-serif — overran the labels beside
+// Watching and Relisting). So the layout is made with DejaVu Sans's metrics, the widest of
+// the common sans-serif faces, and the SVG lists narrower fallbacks after it (diagrams/svg):
+// whatever face draws the text, it fits the box dot made for it.
+const dotStyle = "\tnodesep=0.6;\n\tranksep=1.2;\n" + dotFonts
+
+const dotFonts = "\tnode [fontname=\"" + LayoutFont + "\", fontsize=14];\n" +
+	"\tedge [fontname=\"" + LayoutFont + "\", fontsize=11];\n"
+
+// LayoutFont is the font dot lays the diagrams out with (dotStyle).
+const LayoutFont = "DejaVu Sans"
 
 func dotCell(text string) string { return `<TD ALIGN="LEFT">` + text + `</TD>` }
 

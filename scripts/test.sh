@@ -12,8 +12,8 @@ export REWATCH_E2E=1
 echo "== building kube-apiserver and etcd (skipped when up to date)"
 scripts/build-apiserver.sh
 
-echo "== installing HAProxy for the HA control-plane tests (skipped when present)"
-scripts/install-haproxy.sh
+echo "== installing HAProxy and rsvg-convert from Debian packages (skipped when present)"
+scripts/install-packages.sh
 
 # Every module of the workspace (go.work): the library and the modules of its tools. A pattern
 # like ./... stops at a nested module's boundary, so each module's tree is named.

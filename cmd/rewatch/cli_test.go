@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -51,7 +53,7 @@ func TestHelpIsCompleteForEveryCommand(t *testing.T) {
 		"demo": append([]string{"objects", "faults", "seed", "duration", "rate", "output", "journal",
 			"backoff-initial", "backoff-cap"}, policyFlags...),
 		"replay":  {"check", "all", "output"},
-		"diagram": {"format", "o"},
+		"diagram": {"view", "format", "o"},
 	}
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,7 +111,9 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 		{"replay", filepath.Join(dir, "missing")},
 		{"replay", garbage},
 		{"replay"},
-		{"diagram", "--format", "png"},
+		{"diagram", "--format", "gif"},
+		{"diagram", "--view", "sketch"},
+		{"diagram", "--view", "overview", "--format", "mermaid"},
 	}
 	for _, args := range cases {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -139,6 +143,17 @@ func TestDiagramMermaid(t *testing.T) {
 	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), "digraph") {
 		t.Errorf("dot file: %v\n%s", err, b)
 	}
+}
+
+func TestDiagramOverviewPNG(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "overview.png")
+	if code, _, errOut := runCLI(t, context.Background(), "diagram", "--view", "overview", "--format", "png", "-o", file); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	_, err = png.Decode(bytes.NewReader(b))
+	require.NoError(t, err, "not a PNG")
 }
 
 // The demo's promises, end to end: every fault kind injected, the cache converges, and the

@@ -3,15 +3,16 @@ module github.com/rewatch/rewatch/diagrams/svg
 go 1.26.0
 
 require (
+	github.com/fogleman/gg v1.3.0
 	github.com/goccy/go-graphviz v0.2.10
 	github.com/rewatch/rewatch v0.0.0
 	github.com/stretchr/testify v1.12.1
+	golang.org/x/image v0.30.0
 )
 
 require (
 	github.com/disintegration/imaging v1.6.2 // indirect
 	github.com/flopp/go-findfont v0.1.0 // indirect
-	github.com/fogleman/gg v1.3.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
@@ -23,7 +24,6 @@ require (
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect

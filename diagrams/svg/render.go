@@ -1,5 +1,6 @@
-// Package svg draws the reflector's transition table as SVG: the DOT of package diagrams laid
-// out by Graphviz compiled to wasm (go-graphviz), so no system package is needed. It is a module
+// Package svg draws the reflector's transition table as SVG and PNG: the DOT of package
+// diagrams laid out by Graphviz compiled to wasm (go-graphviz), so no system package is
+// needed, and the SVG drawn to pixels by its own small rasterizer (Rasterize). It is a module
 // of its own because the wasm runtime, fonts and image libraries it needs have no place in the
 // module graph of a program that only embeds the reflector.
 package svg
@@ -11,26 +12,47 @@ import (
 	"github.com/rewatch/rewatch/diagrams"
 )
 
-// Formats lists what Render accepts, in the order the generator writes them.
-var Formats = append(append([]string{}, diagrams.Formats...), "svg")
+// Formats lists what Render accepts: the text formats of package diagrams, then "svg" and
+// "png".
+var Formats = append(append([]string{}, diagrams.Formats...), "svg", "png")
 
-// Render returns the diagram in format: "mermaid", "dot" or "svg". It backs
-// `rewatch diagram --format`; ctx bounds the SVG render, which starts a wasm runtime.
-func Render(ctx context.Context, format string) ([]byte, error) {
-	if format == "svg" {
-		return SVG(ctx)
+// Views lists the diagrams Render draws: "full", one edge per row of the table, and
+// "overview", one edge per pair of states (diagrams.Overview).
+var Views = []string{"full", "overview"}
+
+// Render returns a view of the diagram in a format. It backs `rewatch diagram`; ctx bounds
+// the layout, which starts a wasm runtime.
+func Render(ctx context.Context, view, format string) ([]byte, error) {
+	switch view {
+	case "full":
+		switch format {
+		case "svg":
+			return SVG(ctx)
+		case "png":
+			return PNG(ctx)
+		}
+		return diagrams.Render(format)
+	case "overview":
+		switch format {
+		case "svg":
+			return OverviewSVG(ctx)
+		case "png":
+			return OverviewPNG(ctx)
+		case "dot":
+			return []byte(diagrams.OverviewDOT()), nil
+		}
+		return nil, fmt.Errorf("diagrams/svg: the overview is drawn as dot, svg or png, not %q", format)
 	}
-	return diagrams.Render(format)
+	return nil, fmt.Errorf("diagrams/svg: unknown view %q (want full or overview)", view)
 }
 
-// FileExt is the extension of format's file in docs/ (docs/reflector.<ext>).
-func FileExt(format string) (string, error) {
-	if format == "svg" {
-		return "svg", nil
-	}
-	ext, err := diagrams.FileExt(format)
-	if err != nil {
-		return "", fmt.Errorf("diagrams/svg: unknown format %q", format)
-	}
-	return ext, nil
+// Committed lists the files `go generate ./diagrams/` writes into docs/ and a test holds to
+// the table: the full diagram as Mermaid, DOT and SVG, and the overview as DOT and SVG. The
+// PNGs are drawn on demand, not committed.
+var Committed = []struct{ View, Format, File string }{
+	{"full", "mermaid", "reflector.mmd"},
+	{"full", "dot", "reflector.dot"},
+	{"full", "svg", "reflector.svg"},
+	{"overview", "dot", "reflector-overview.dot"},
+	{"overview", "svg", "reflector-overview.svg"},
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"image/png"
+	"strings"
 	"sync"
 
 	"github.com/goccy/go-graphviz"
@@ -16,14 +18,67 @@ import (
 // share its memory.
 var graphvizMu sync.Mutex
 
-// SVG lays diagrams.DOT() out with Graphviz's dot engine and returns the SVG.
+// SVG lays diagrams.DOT() out with Graphviz's dot engine and returns the SVG: the full
+// diagram, one label per row of the table.
 func SVG(ctx context.Context) ([]byte, error) {
-	return renderDOT(ctx, []byte(diagrams.DOT()), graphviz.SVG)
+	return renderSVG(ctx, diagrams.DOT())
 }
 
-// PNG is SVG's layout as a PNG, for looking at the diagram where no SVG viewer is at hand.
+// OverviewSVG is diagrams.OverviewDOT() laid out as SVG: one edge per pair of states.
+func OverviewSVG(ctx context.Context) ([]byte, error) {
+	return renderSVG(ctx, diagrams.OverviewDOT())
+}
+
+// fontFamily follows the face the layout was measured with (diagrams.LayoutFont) by narrower
+// ones, so a reader without it gets a sans-serif face that fits the boxes, not the browser's
+// default serif.
+var fontFamily = strings.NewReplacer(
+	`font-family="`+diagrams.LayoutFont+`"`,
+	`font-family="`+diagrams.LayoutFont+`,Helvetica,Arial,sans-serif"`,
+)
+
+func renderSVG(ctx context.Context, dot string) ([]byte, error) {
+	out, err := renderDOT(ctx, []byte(dot), graphviz.SVG)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(fontFamily.Replace(string(out))), nil
+}
+
+// PNGScale is how many pixels of a PNG stand for one point of the SVG: twice, so the
+// labels stay sharp on the high-density screens documentation is read on.
+const PNGScale = 2
+
+// PNG is the SVG drawn as a PNG (Rasterize, PNGScale), for documentation and viewers that take
+// no SVG. It is the SVG's own drawing, not Graphviz's PNG renderer: that one, as go-graphviz
+// ships it, filled every edge and lost nodes.
 func PNG(ctx context.Context) ([]byte, error) {
-	return renderDOT(ctx, []byte(diagrams.DOT()), graphviz.PNG)
+	doc, err := SVG(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return encodePNG(doc)
+}
+
+// OverviewPNG is OverviewSVG drawn as a PNG, as PNG draws SVG.
+func OverviewPNG(ctx context.Context) ([]byte, error) {
+	doc, err := OverviewSVG(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return encodePNG(doc)
+}
+
+func encodePNG(doc []byte) ([]byte, error) {
+	img, err := Rasterize(doc, PNGScale)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("diagrams/svg: encode PNG: %w", err)
+	}
+	return buf.Bytes(), nil
 }
 
 func renderDOT(ctx context.Context, src []byte, format graphviz.Format) (_ []byte, err error) {

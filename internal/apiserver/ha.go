@@ -19,7 +19,7 @@ import (
 // HAOptions configures StartHA.
 type HAOptions struct {
 	// BinDir holds kube-apiserver and etcd; empty means BinDir(). HAProxy is looked up on
-	// PATH (scripts/install-haproxy.sh installs it).
+	// PATH (scripts/install-packages.sh installs it).
 	BinDir string
 	// APIServers is how many kube-apiservers run behind the load balancer (default 3).
 	APIServers int

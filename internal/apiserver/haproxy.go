@@ -27,7 +27,7 @@ func findHAProxy() (string, error) {
 	if fi, err := os.Stat("/usr/sbin/haproxy"); err == nil && fi.Mode()&0o111 != 0 {
 		return "/usr/sbin/haproxy", nil
 	}
-	return "", errors.New("haproxy not found (run scripts/install-haproxy.sh)")
+	return "", errors.New("haproxy not found (run scripts/install-packages.sh)")
 }
 
 // HAProxyAvailable reports whether the HA harness can find HAProxy.

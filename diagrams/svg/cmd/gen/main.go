@@ -1,4 +1,4 @@
-// Command gen writes docs/reflector.{mmd,dot,svg} from fsm.Table. It runs from
+// Command gen writes the committed diagrams (svg.Committed) into docs/ from fsm.Table. It runs from
 // `go generate ./diagrams/`; the drift test in package diagrams fails until it has.
 package main
 
@@ -14,7 +14,7 @@ import (
 )
 
 func main() {
-	out := flag.String("out", "docs", "directory to write reflector.{mmd,dot,svg} into")
+	out := flag.String("out", "docs", "directory to write the diagrams into")
 	readme := flag.String("readme", "", "README whose diagram block (between the markers) to rewrite")
 	flag.Parse()
 	err := run(context.Background(), *out)
@@ -28,16 +28,12 @@ func main() {
 }
 
 func run(ctx context.Context, dir string) error {
-	for _, format := range svg.Formats {
-		data, err := svg.Render(ctx, format)
+	for _, c := range svg.Committed {
+		data, err := svg.Render(ctx, c.View, c.Format)
 		if err != nil {
 			return err
 		}
-		ext, err := svg.FileExt(format)
-		if err != nil {
-			return err
-		}
-		path := filepath.Join(dir, "reflector."+ext)
+		path := filepath.Join(dir, c.File)
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
