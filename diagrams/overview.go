@@ -68,7 +68,7 @@ func Meaning(row fsm.Transition) string {
 	case row.From == fsm.Watching && row.To == fsm.Backoff && c.AvoidsList(false):
 		return "transient (429, 5xx, reset, refused once) → wait, re-WATCH, no LIST"
 	case row.From == fsm.Watching && row.To == fsm.Watching && c.Retries():
-		return "stream ended → re-WATCH at once, no LIST"
+		return "stream ended or fell silent → re-WATCH at once, no LIST"
 	case row.From == fsm.Watching && row.To == fsm.Watching:
 		return "events and bookmarks"
 	case listing(row.From) && row.To == fsm.Backoff:

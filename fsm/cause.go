@@ -184,7 +184,7 @@ var causeDecls = [numCauses]CauseInfo{
 	// watch cache. A stream silent from the start is the transport's (WatchSilence) and ends
 	// as stream-ended.
 	CauseWatchSilent: {ID: "watch-silent", Label: "stream silent past its cadence's bound → re-WATCH from last RV, fresh connection",
-		Retry: true},
+		Retry: true, AvoidsList: AvoidsList},
 	// The deadline of a stream that delivered since it was armed: the next one is armed.
 	CauseSilenceCheck: {ID: "silence-check", Label: "deadline, stream delivering → next deadline"},
 
