@@ -1,0 +1,191 @@
+package controllers
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/rewatch/rewatch/informer"
+)
+
+// sentRequest is one request that reached the wire: who sent it and what it asked for.
+type sentRequest struct {
+	userAgent string
+	url       *url.URL
+}
+
+// wireLog records every request a rest.Config's transport sends.
+type wireLog struct {
+	mu   sync.Mutex
+	sent []sentRequest
+	rt   http.RoundTripper
+}
+
+func (w *wireLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	u := *r.URL
+	w.mu.Lock()
+	w.sent = append(w.sent, sentRequest{r.Header.Get("User-Agent"), &u})
+	w.mu.Unlock()
+	return w.rt.RoundTrip(r)
+}
+
+func (w *wireLog) requests(resource string) []sentRequest {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []sentRequest
+	for _, s := range w.sent {
+		if strings.HasSuffix(s.url.Path, "/"+resource) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// informer.ForRESTConfig in a controller-runtime manager: every informer reads over rewatch's
+// HTTP transport (its requests carry rewatch's User-Agent, and the LIST controller-runtime's
+// ListerWatcher was asked for as a probe never reaches the server), and what controller-runtime
+// asks of its ListerWatchers holds: DefaultNamespaces (two namespaces, one informer each), a
+// ByObject label selector on ConfigMaps and a ByObject field selector on Secrets, on the
+// initial state and on the watch after it. Nothing outside them is ever requested or cached.
+func TestForRESTConfigHonoursNamespacesAndSelectors(t *testing.T) {
+	b := shared.Get(t)
+	ns1, ns2, other := namespace(t, b, "crhttp-a"), namespace(t, b, "crhttp-b"), namespace(t, b, "crhttp-other")
+	cs := direct(t, b)
+	ctx := t.Context()
+	for _, ns := range []string{ns1, ns2, other} {
+		createConfigMap(t, cs, ns, "in", map[string]string{"app": "yes"})
+		createConfigMap(t, cs, ns, "out", map[string]string{"app": "no"})
+		createSecret(t, cs, ns, "keep")
+		createSecret(t, cs, ns, "drop")
+	}
+
+	wire := &wireLog{rt: b.Transport()}
+	base := &rest.Config{Host: b.URL(), Transport: wire, QPS: 500, Burst: 1000}
+	cfg, newInformer, err := informer.ForRESTConfig(base, nil, informer.Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	mgr, err := ctrl.NewManager(cfg, manager.Options{
+		Cache: crcache.Options{
+			NewInformer:       newInformer,
+			DefaultNamespaces: map[string]crcache.Config{ns1: {}, ns2: {}},
+			ByObject: map[client.Object]crcache.ByObject{
+				&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{"app": "yes"})},
+				&corev1.Secret{}:    {Field: fields.OneTermEqualSelector("metadata.name", "keep")},
+			},
+		},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 logr.Discard(),
+	})
+	require.NoError(t, err)
+	// The informers are made before the manager starts, as a controller's watches make them.
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
+		_, err := mgr.GetCache().GetInformer(ctx, obj)
+		require.NoError(t, err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("the manager did not stop")
+		}
+	})
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	require.True(t, mgr.GetCache().WaitForCacheSync(syncCtx), "the manager's cache never synced")
+
+	cached := func(list client.ObjectList) []string {
+		require.NoError(t, mgr.GetCache().List(ctx, list))
+		out := names(list)
+		slices.Sort(out)
+		return out
+	}
+	require.Equal(t, []string{ns1 + "/in", ns2 + "/in"}, cached(&corev1.ConfigMapList{}))
+	require.Equal(t, []string{ns1 + "/keep", ns2 + "/keep"}, cached(&corev1.SecretList{}))
+
+	// The watch after the initial state keeps the selector: a configmap relabelled into it
+	// arrives, one in another namespace never does.
+	relabel(t, cs, ns1, "out", "yes")
+	createConfigMap(t, cs, other, "late", map[string]string{"app": "yes"})
+	createConfigMap(t, cs, ns2, "late", map[string]string{"app": "yes"})
+	require.Eventually(t, func() bool {
+		return slices.Equal([]string{ns1 + "/in", ns1 + "/out", ns2 + "/in", ns2 + "/late"}, cached(&corev1.ConfigMapList{}))
+	}, time.Minute, 50*time.Millisecond, "the cache has %v", cached(&corev1.ConfigMapList{}))
+
+	for resource, want := range map[string]url.Values{
+		"configmaps": {"labelSelector": {"app=yes"}},
+		"secrets":    {"fieldSelector": {"metadata.name=keep"}},
+	} {
+		sent := wire.requests(resource)
+		require.NotEmpty(t, sent)
+		namespaces := map[string]bool{}
+		for _, s := range sent {
+			require.Equal(t, "rewatch", s.userAgent, "%s: only rewatch's transport reads %s", s.url, resource)
+			for k := range want {
+				require.Equal(t, want.Get(k), s.url.Query().Get(k), s.url.String())
+			}
+			require.NotEqual(t, "1", s.url.Query().Get("limit"), "%s: the probe reached the wire", s.url)
+			ns, _, _ := strings.Cut(strings.TrimPrefix(s.url.Path, "/api/v1/namespaces/"), "/")
+			namespaces[ns] = true
+		}
+		require.Equal(t, map[string]bool{ns1: true, ns2: true}, namespaces, resource)
+	}
+}
+
+func createConfigMap(t *testing.T, cs kubernetes.Interface, ns, name string, lbls map[string]string) {
+	_, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+func createSecret(t *testing.T, cs kubernetes.Interface, ns, name string) {
+	_, err := cs.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+func relabel(t *testing.T, cs kubernetes.Interface, ns, name, app string) {
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Labels = map[string]string{"app": app}
+	_, err = cs.CoreV1().ConfigMaps(ns).Update(t.Context(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// names is the namespace/name of every item of a typed list.
+func names(list client.ObjectList) []string {
+	var out []string
+	switch l := list.(type) {
+	case *corev1.ConfigMapList:
+		for _, o := range l.Items {
+			out = append(out, o.Namespace+"/"+o.Name)
+		}
+	case *corev1.SecretList:
+		for _, o := range l.Items {
+			out = append(out, o.Namespace+"/"+o.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,215 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/rewatch/rewatch/transport/httpapi"
+)
+
+// NewInformerFn is the signature of client-go's cache.NewSharedIndexInformer and of
+// controller-runtime's cache.Options.NewInformer.
+type NewInformerFn = func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer
+
+// ForRESTConfig is the constructor for controller-runtime's cache that reads over rewatch's own
+// HTTP transport, as NewHTTP does — a LIST decoded item by item as it arrives, and on a relist
+// the items the informer holds unchanged left undecoded (docs/semantics.md, "Relists") — where
+// NewSharedIndexInformer can only go through the ListerWatcher controller-runtime builds, whose
+// client-go decodes everything. It returns the rest.Config to give the manager and the
+// NewInformer to give its cache:
+//
+//	cfg, newInformer, err := informer.ForRESTConfig(ctrl.GetConfigOrDie(), scheme, informer.Options{})
+//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: cache.Options{NewInformer: newInformer}})
+//
+// Everything controller-runtime asks of an informer's requests — the namespace (DefaultNamespaces,
+// a namespace per cache), ByObject's and the defaults' label and field selectors — is read from
+// the ListerWatcher it hands over, not recomputed: each new informer's ListerWatcher is asked
+// for one LIST that the returned config's transport takes back before it leaves the process, and
+// the URL it would have requested (path and selectors) becomes the informer's resource. So the
+// informer lists and watches exactly what controller-runtime's own would.
+//
+// Typed objects are decoded with scheme (nil: client-go's), protobuf first where the server
+// has it, and unstructured ones as JSON. Where the HTTP path cannot stand in — metadata-only
+// objects (controller-runtime sets their kind as they arrive), a type scheme does not know, or
+// a manager given an HTTPClient of its own so that the config's transport never sees the probe —
+// the informer is NewSharedIndexInformer's over the ListerWatcher: watch-lists where the server
+// has them (WatchListFor), a LIST otherwise. opts apply to every informer; resync and indexers
+// come from controller-runtime.
+func ForRESTConfig(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*rest.Config, NewInformerFn, error) {
+	if cfg == nil {
+		return nil, nil, errors.New("informer: nil rest.Config")
+	}
+	if scheme == nil {
+		scheme = clientgoscheme.Scheme
+	}
+	cp := rest.CopyConfig(cfg)
+	// A client-side timeout would cut every watch stream; waits are the reflector's business.
+	cp.Timeout = 0
+	client, err := rest.HTTPClientFor(cp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("informer: HTTP client from rest.Config: %w", err)
+	}
+	base, _, err := rest.DefaultServerUrlFor(cp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("informer: server URL from rest.Config: %w", err)
+	}
+	managerCfg := rest.CopyConfig(cfg)
+	managerCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return probeTransport{rt} })
+	b := &crBuilder{opts: opts, scheme: scheme, client: client, server: strings.TrimSuffix(base.String(), "/"), userAgent: cfg.UserAgent}
+	return managerCfg, b.newInformer, nil
+}
+
+// crBuilder builds controller-runtime's informers over the HTTP transport.
+type crBuilder struct {
+	opts      Options
+	scheme    *runtime.Scheme
+	client    *http.Client
+	server    string
+	userAgent string
+}
+
+func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+	fallback := func(why string) cache.SharedIndexInformer {
+		b.logger().Info("informer reads through controller-runtime's ListerWatcher", "type", fmt.Sprintf("%T", example), "why", why)
+		return WithOptions(b.opts)(lw, example, resync, indexers)
+	}
+	var decoder httpapi.Decoder
+	switch example.(type) {
+	case runtime.Unstructured:
+		decoder = httpapi.Unstructured()
+	case *metav1.PartialObjectMetadata:
+		return fallback("metadata-only objects get their kind from controller-runtime's ListerWatcher")
+	default:
+		if _, _, err := b.scheme.ObjectKinds(example); err != nil {
+			return fallback(fmt.Sprintf("the scheme does not know the type: %v", err))
+		}
+		decoder = httpapi.Typed(b.scheme)
+	}
+	u, err := probeRequest(lw)
+	if err != nil {
+		return fallback(err.Error())
+	}
+	res, err := resourceOf(b.server, u)
+	if err != nil {
+		return fallback(err.Error())
+	}
+	t, err := httpapi.New(httpapi.Config{Client: b.client, Server: b.server, Resource: res, Decoder: decoder, UserAgent: b.userAgent})
+	if err != nil {
+		return fallback(err.Error())
+	}
+	o := b.opts
+	o.ResyncPeriod = resync
+	o.Indexers = mergeIndexers(b.opts.Indexers, indexers)
+	if o.Name == "" {
+		o.Name = t.String()
+	}
+	return New(t, example, o)
+}
+
+func (b *crBuilder) logger() *slog.Logger {
+	if b.opts.Logger != nil {
+		return b.opts.Logger
+	}
+	return slog.Default()
+}
+
+// probeKey marks the context of a probe request; its value is the *probed it fills in.
+type probeKey struct{}
+
+type probed struct {
+	mu  sync.Mutex
+	url *url.URL
+}
+
+// errProbed ends a probe request in the transport, before it is sent.
+var errProbed = errors.New("rewatch: probe request, not sent")
+
+// probeTransport takes back a probe request (one whose context carries a probeKey) and records
+// its URL; every other request goes through unchanged.
+type probeTransport struct{ rt http.RoundTripper }
+
+func (p probeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if pr, ok := r.Context().Value(probeKey{}).(*probed); ok {
+		u := *r.URL
+		pr.mu.Lock()
+		pr.url = &u
+		pr.mu.Unlock()
+		return nil, errProbed
+	}
+	return p.rt.RoundTrip(r)
+}
+
+// WrappedRoundTripper lets client-go's transport debugging see through the probe.
+func (p probeTransport) WrappedRoundTripper() http.RoundTripper { return p.rt }
+
+// probeRequest asks lw for one LIST, which the config's probeTransport takes back, and
+// returns the URL it would have requested.
+func probeRequest(lw cache.ListerWatcher) (*url.URL, error) {
+	pr := &probed{}
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), probeKey{}, pr), 30*time.Second)
+	defer cancel()
+	// A limit of 1 at resourceVersion "" keeps the request small should it go out after all
+	// (a manager with an HTTPClient of its own).
+	_, _ = cache.ToListerWatcherWithContext(lw).ListWithContext(ctx, metav1.ListOptions{Limit: 1})
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.url == nil {
+		return nil, errors.New("the ListerWatcher's requests do not go through the rest.Config ForRESTConfig returned")
+	}
+	return pr.url, nil
+}
+
+// resourceOf reads the resource, namespace and selectors of a collection's URL under server:
+// /api/v1[/namespaces/NS]/RESOURCE or /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE.
+func resourceOf(server string, u *url.URL) (httpapi.Resource, error) {
+	s, err := url.Parse(server)
+	if err != nil {
+		return httpapi.Resource{}, err
+	}
+	rest, ok := strings.CutPrefix(u.EscapedPath(), strings.TrimSuffix(s.EscapedPath(), "/"))
+	if !ok || u.Host != s.Host {
+		return httpapi.Resource{}, fmt.Errorf("request %s is not under the server %s", u.Redacted(), server)
+	}
+	seg := strings.Split(strings.Trim(rest, "/"), "/")
+	var r httpapi.Resource
+	switch {
+	case len(seg) >= 3 && seg[0] == "api":
+		r.Version, seg = seg[1], seg[2:]
+	case len(seg) >= 4 && seg[0] == "apis":
+		r.Group, r.Version, seg = seg[1], seg[2], seg[3:]
+	default:
+		return httpapi.Resource{}, fmt.Errorf("request path %s is not a collection", u.Path)
+	}
+	switch len(seg) {
+	case 1:
+		r.Resource = seg[0]
+	case 3:
+		if seg[0] != "namespaces" {
+			return httpapi.Resource{}, fmt.Errorf("request path %s is not a collection", u.Path)
+		}
+		r.Namespace, r.Resource = seg[1], seg[2]
+	default:
+		return httpapi.Resource{}, fmt.Errorf("request path %s is not a collection", u.Path)
+	}
+	for _, p := range []*string{&r.Group, &r.Version, &r.Namespace, &r.Resource} {
+		if *p, err = url.PathUnescape(*p); err != nil {
+			return httpapi.Resource{}, err
+		}
+	}
+	q := u.Query()
+	r.LabelSelector, r.FieldSelector = q.Get("labelSelector"), q.Get("fieldSelector")
+	return r, nil
+}

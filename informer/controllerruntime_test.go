@@ -1,0 +1,131 @@
+package informer_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/rewatch/rewatch/informer"
+	"github.com/rewatch/rewatch/sim"
+)
+
+// frontLog is a reverse proxy in front of the simulator that records each request's
+// User-Agent and URL.
+type frontLog struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (f *frontLog) start(t *testing.T, upstream string) string {
+	target, err := url.Parse(upstream)
+	require.NoError(t, err)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.sent = append(f.sent, r.Header.Get("User-Agent")+" "+r.URL.RequestURI())
+		f.mu.Unlock()
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	return front.URL
+}
+
+func (f *frontLog) get() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.sent...)
+}
+
+// crListWatch is the ListerWatcher controller-runtime's cache hands its NewInformer for a typed
+// object restricted to a namespace and a label selector: a REST client from the manager's
+// rest.Config, the namespace in the request, the selector applied to every request's options.
+func crListWatch(t *testing.T, cfg *rest.Config, namespace, selector string) cache.ListerWatcher {
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	rc := cs.CoreV1().RESTClient()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return rc.Get().Namespace(namespace).Resource("configmaps").VersionedParams(&o, scheme.ParameterCodec).Do(ctx).Get()
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.Watch, o.LabelSelector = true, selector
+			return rc.Get().Namespace(namespace).Resource("configmaps").VersionedParams(&o, scheme.ParameterCodec).Watch(ctx)
+		},
+	}
+}
+
+// ForRESTConfig's NewInformer reads the namespace and selector controller-runtime's
+// ListerWatcher would request from one probe LIST that its config's transport takes back, and
+// lists and watches exactly that over rewatch's HTTP transport.
+func TestForRESTConfigReadsWhatTheListerWatcherWouldRequest(t *testing.T) {
+	s, simURL := startSim(t, 0)
+	for _, ns := range []string{"default", "other"} {
+		for _, app := range []string{"yes", "no"} {
+			_, err := s.CreateWithLabels(sim.ConfigMaps, ns, app, map[string]string{"app": app}, nil)
+			require.NoError(t, err)
+		}
+	}
+	var log frontLog
+	cfg, newInformer, err := informer.ForRESTConfig(&rest.Config{Host: log.start(t, simURL)}, nil, quiet)
+	require.NoError(t, err)
+	inf := newInformer(crListWatch(t, cfg, "default", "app=yes"), &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	require.IsType(t, &informer.Informer{}, inf)
+	run(t, inf)
+	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	require.Equal(t, []string{"default/yes"}, inf.GetStore().ListKeys())
+	_, err = inf.GetIndexer().ByIndex(cache.NamespaceIndex, "default")
+	require.NoError(t, err, "controller-runtime's indexers are the informer's")
+
+	_, err = s.CreateWithLabels(sim.ConfigMaps, "default", "late", map[string]string{"app": "yes"}, nil)
+	require.NoError(t, err)
+	_, err = s.CreateWithLabels(sim.ConfigMaps, "default", "late-no", map[string]string{"app": "no"}, nil)
+	require.NoError(t, err)
+	_, err = s.CreateWithLabels(sim.ConfigMaps, "other", "late", map[string]string{"app": "yes"}, nil)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok, _ := inf.GetStore().GetByKey("default/late"); return ok }, time.Minute, time.Millisecond)
+	sent := log.get()
+	require.NotEmpty(t, sent)
+	for _, line := range sent {
+		ua, uri, _ := strings.Cut(line, " ")
+		require.Equal(t, "rewatch", ua, uri)
+		u, err := url.Parse(uri)
+		require.NoError(t, err)
+		require.Equal(t, "/api/v1/namespaces/default/configmaps", u.Path)
+		require.Equal(t, "app=yes", u.Query().Get("labelSelector"))
+		require.NotEqual(t, "1", u.Query().Get("limit"), "the probe reached the server")
+	}
+	require.ElementsMatch(t, []string{"default/yes", "default/late"}, inf.GetStore().ListKeys())
+}
+
+// A ListerWatcher whose requests do not go through the returned config (a manager given an
+// HTTPClient of its own), and a metadata-only informer, get NewSharedIndexInformer's informer
+// over the ListerWatcher, which lists what it asks for.
+func TestForRESTConfigFallsBackToTheListerWatcher(t *testing.T) {
+	s, simURL := startSim(t, 0)
+	_, err := s.CreateWithLabels(sim.ConfigMaps, "default", "yes", map[string]string{"app": "yes"}, nil)
+	require.NoError(t, err)
+	_, err = s.CreateWithLabels(sim.ConfigMaps, "default", "no", map[string]string{"app": "no"}, nil)
+	require.NoError(t, err)
+	_, newInformer, err := informer.ForRESTConfig(&rest.Config{Host: simURL}, nil, quiet)
+	require.NoError(t, err)
+	inf := newInformer(crListWatch(t, &rest.Config{Host: simURL}, "default", "app=yes"), &corev1.ConfigMap{}, 0, cache.Indexers{})
+	run(t, inf)
+	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	require.Equal(t, []string{"default/yes"}, inf.GetStore().ListKeys())
+}
