@@ -71,10 +71,16 @@ func (m *Machine) listCause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 		case fsm.ClassExpired, fsm.ClassTooLargeRV:
 			// client-go's pager: an expired continue token falls back to one full list at the
 			// original RV; an expired or too-large first page retries as a consistent read.
+			// Once whole lists fail there is no full list to fall back to: the pages start
+			// again from page 1, after the wait of a failed LIST (docs/semantics.md, "A list
+			// that cannot be served whole").
 			if s.List.Continuing {
+				if s.Server.WholeListsFail {
+					return fsm.CauseListFailed
+				}
 				return fsm.CauseContinueExpired
 			}
-			if m.listRV(s) != "" {
+			if s.List.RV != "" {
 				return fsm.CauseListExpired
 			}
 		case fsm.ClassRejected:
@@ -166,6 +172,13 @@ func (m *Machine) watchFailureCause(s *fsm.Snapshot, e *fsm.Event, c fsm.Class) 
 		return fsm.CauseWatchRejectedOnce
 	}
 	return fsm.CauseWatchRejected
+}
+
+// unusableRV: the failure says the request's resourceVersion (or its continue token's) cannot
+// be served — expired, or too large.
+func unusableRV(f *fsm.Failure) bool {
+	c := classify(f)
+	return c == fsm.ClassExpired || c == fsm.ClassTooLargeRV
 }
 
 // storageReadError: a 500 whose reason is StorageReadError — the server could not read an

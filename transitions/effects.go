@@ -45,12 +45,7 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, row fs
 		m.startListing(s, out)
 	case fsm.CauseContinueExpired:
 		discardStaged(s, out)
-		if s.Server.WholeListsFail {
-			// A whole list could not be taken before: start the pages again instead.
-			m.listPage(s, out, pageFirst, "")
-		} else {
-			m.listPage(s, out, pageFull, "")
-		}
+		m.listPage(s, out, pageFull, "")
 	case fsm.CauseWholeListRefused:
 		// Asking for the same whole list again at every backoff step would fail the same way:
 		// page from now on, at once (docs/semantics.md, "A list that cannot be served whole").
@@ -62,7 +57,10 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, row fs
 		// A continuation page the server refused (400: a token it cannot read) is not retried:
 		// the same token would be refused forever. The listing starts again from page 1 after
 		// the wait, as client-go's does (docs/semantics.md, "Initial LIST").
-		resumable := s.List.Continuing && !s.List.Streaming && row.Cause != fsm.CauseListRejected
+		// Nor is a token the server said has expired (when whole lists fail, so that no full
+		// list can replace the pages: listCause).
+		resumable := s.List.Continuing && !s.List.Streaming && row.Cause != fsm.CauseListRejected &&
+			!unusableRV(e.Failure)
 		m.endRequest(s, e, out)
 		if !resumable {
 			// A first page or a watch-list stream has nothing to resume from.
