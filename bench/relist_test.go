@@ -25,12 +25,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/informer"
+	"github.com/rewatch/rewatch/informer/factory"
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
@@ -260,6 +264,7 @@ var relistRunners = []relistRunner{
 	{"rewatch-reflector", startRewatchReflector(false)},
 	{"rewatch-informer", startRewatchInformer(false)},
 	{"rewatch-informer-watchlist", startRewatchInformer(true)},
+	{"rewatch-factory", startRewatchFactory},
 	{"client-go-list", startClientGoInformer(false)},
 	{"client-go-watchlist", startClientGoInformer(true)},
 }
@@ -300,6 +305,27 @@ func startRewatchInformer(watchList bool) func(*testing.B, string, *relistData) 
 		}
 		return runInformer(b, inf)
 	}
+}
+
+// startRewatchFactory is a program on package informer/factory: the typed informer of a
+// SharedInformerFactory made from a clientset, as a controller gets it.
+func startRewatchFactory(b *testing.B, url string, d *relistData) *running {
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: url, QPS: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := factory.New(cs, 0, informer.Options{Logger: slog.New(slog.DiscardHandler), Format: wireFormat(d.media)}, informers.WithNamespace("bench"))
+	inf := f.Core().V1().ConfigMaps().Informer()
+	if d.object == "pod" {
+		inf = f.Core().V1().Pods().Informer()
+	}
+	h := &counting{}
+	if _, err := inf.AddEventHandler(h); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.StartWithContext(ctx)
+	return &running{lastRV: inf.LastSyncResourceVersion, handler: h, stop: func() { cancel(); f.Shutdown() }}
 }
 
 func startClientGoInformer(watchList bool) func(*testing.B, string, *relistData) *running {

@@ -1,21 +1,15 @@
 package informer
 
 import (
-	"context"
 	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 
@@ -87,76 +81,46 @@ func mergeIndexers(a, b cache.Indexers) cache.Indexers {
 //	factory.InformerFor(&corev1.ConfigMap{}, informer.NewInformerFunc(&corev1.ConfigMap{}, informer.Options{}))
 //
 // After that, the factory's own informer and lister for the type (factory.Core().V1().ConfigMaps())
-// are this one. It lists and watches all namespaces (NewInformerFuncIn for one). The REST
-// client's own retries are off, so that every 429 and 5xx reaches the reflector, which
-// honours Retry-After itself (docs/semantics.md) and records it in its logs and stats.
+// are this one. It lists and watches all namespaces (NewInformerFuncIn for one), and cannot see
+// the factory's WithNamespace, WithTweakListOptions or WithTransform: package informer/factory's
+// SharedInformerFactory, which makes every typed informer rewatch's with the factory's options,
+// is the one-line migration. The informer reads over rewatch's HTTP transport, built from the
+// clientset's REST client (ClientsetConfig), and carries client-go's namespace index
+// (DefaultIndexers) beside opts.Indexers.
 func NewInformerFunc(example runtime.Object, opts Options) func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
 	return NewInformerFuncIn(example, metav1.NamespaceAll, nil, opts)
 }
 
-// NewInformerFuncIn is NewInformerFunc for one namespace, with tweak applied to every request's
-// options (label and field selectors), as a factory's WithNamespace and WithTweakListOptions do.
+// NewInformerFuncIn is NewInformerFunc for one namespace, with the label and field selectors
+// tweak sets, as a factory's WithNamespace and WithTweakListOptions do.
 func NewInformerFuncIn(example runtime.Object, namespace string, tweak func(*metav1.ListOptions), opts Options) func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
 	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		o := opts
-		o.ResyncPeriod = resync
-		o.Policy.WatchList = o.Policy.WatchList || WatchListFor(client)
-		lw, gvr, err := clientsetListWatch(client, example, namespace)
-		if err != nil {
-			return failed(err, example, o)
-		}
-		if o.Name == "" {
-			o.Name = gvr.Resource + "." + gvr.Version
-			if gvr.Group != "" {
-				o.Name += "." + gvr.Group
-			}
-		}
-		topts := []listwatch.Option{listwatch.WithExpectedType(example)}
-		if tweak != nil {
-			topts = append(topts, listwatch.WithTweakListOptions(tweak))
-		}
-		t, err := listwatch.New(lw, o.Name, topts...)
-		if err != nil {
-			return failed(err, example, o)
-		}
-		return New(t, example, o)
+		return ForClientset(client, example, namespace, tweak, resync, opts)
 	}
 }
 
-// clientsetListWatch finds example's resource in client-go's scheme and the clientset's REST
-// client for its group version (the typed client is named after both, CoreV1, AppsV1, …).
-func clientsetListWatch(client kubernetes.Interface, example runtime.Object, namespace string) (cache.ListerWatcher, schema.GroupVersionResource, error) {
-	gvks, _, err := scheme.Scheme.ObjectKinds(example)
+// ForClientset is the informer NewInformerFuncIn's function returns: example's resource over
+// rewatch's HTTP transport configured from client (ClientsetConfig), with client-go's default
+// indexers beside opts.Indexers and resync as the handlers' default resync period. A
+// configuration that cannot work gives an informer whose Run logs why and returns.
+func ForClientset(client kubernetes.Interface, example runtime.Object, namespace string, tweak func(*metav1.ListOptions), resync time.Duration, opts Options) *Informer {
+	opts.ResyncPeriod = resync
+	opts.Indexers = mergeIndexers(DefaultIndexers(), opts.Indexers)
+	conn, err := ClientsetConfig(client, example, namespace, tweak)
 	if err != nil {
-		return nil, schema.GroupVersionResource{}, fmt.Errorf("informer: %T is not a type of client-go's scheme: %w", example, err)
+		return failed(err, example, opts)
 	}
-	gvk := gvks[0]
-	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
-	method := groupGoName(gvk.Group) + strings.ToUpper(gvk.Version[:1]) + gvk.Version[1:]
-	m := reflect.ValueOf(client).MethodByName(method)
-	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
-		return nil, gvr, fmt.Errorf("informer: the clientset has no %s() for %s", method, gvk.GroupVersion())
+	if opts.Format != "" {
+		conn.Format = opts.Format
 	}
-	gc, ok := m.Call(nil)[0].Interface().(interface{ RESTClient() rest.Interface })
-	if !ok {
-		return nil, gvr, fmt.Errorf("informer: %s() of the clientset has no RESTClient", method)
+	t, err := httpapi.New(conn)
+	if err != nil {
+		return failed(fmt.Errorf("informer: %w", err), example, opts)
 	}
-	rc := gc.RESTClient()
-	if rc == nil || reflect.ValueOf(rc).IsNil() {
-		return nil, gvr, fmt.Errorf("informer: %s().RESTClient() is nil (a fake clientset?); use NewSharedIndexInformer with a ListerWatcher", method)
+	if opts.Name == "" {
+		opts.Name = t.String()
 	}
-	req := func(o *metav1.ListOptions) *rest.Request {
-		return rc.Get().Namespace(namespace).Resource(gvr.Resource).VersionedParams(o, scheme.ParameterCodec).MaxRetries(0)
-	}
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return req(&o).Do(ctx).Get()
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.Watch = true
-			return req(&o).Watch(ctx)
-		},
-	}, gvr, nil
+	return New(t, example, opts)
 }
 
 // groupGoName is client-gen's name for an API group: its first label, capitalised ("" is Core).

@@ -17,6 +17,7 @@ import (
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
 // Options configure an Informer. Every field has a default.
@@ -36,6 +37,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock drives the reflector's waits and resyncs. Default the wall clock.
 	Clock clockx.Clock
+	// Format is the wire format of an informer whose HTTP transport is built from a clientset
+	// (ForClientset, NewInformerFunc, package informer/factory). Default httpapi.FormatAuto:
+	// protobuf for built-in types, JSON when the server answers so.
+	Format httpapi.Format
 }
 
 // minimumResyncPeriod is client-go's floor for a handler's resync period.

@@ -1,8 +1,10 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"strconv"
 	"sync"
@@ -12,11 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/rewatch/rewatch/informer"
+	"github.com/rewatch/rewatch/informer/factory"
 	"github.com/rewatch/rewatch/internal/testbackend"
 )
 
@@ -205,4 +209,102 @@ func difference(a, b map[string][]int) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// program is a small controller written against client-go's SharedInformerFactory: a
+// namespace-scoped factory, a tweak with a label selector, a transform, typed listers for
+// ConfigMaps and Deployments, and a handler. newFactory is its constructor line, the only line
+// a migration to rewatch changes. It returns what its listers and handler saw once the server's
+// writes have reached it.
+func program(t *testing.T, cs kubernetes.Interface, ns string, newFactory func(kubernetes.Interface, time.Duration, ...informers.SharedInformerOption) informers.SharedInformerFactory) (listed, indexed []string, deployments int, transformed bool, adds map[string]bool) {
+	factory := newFactory(cs, 0,
+		informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=mine" }),
+		informers.WithTransform(func(obj any) (any, error) {
+			if m, ok := obj.(metav1.Object); ok {
+				m.SetManagedFields(nil)
+				m.SetAnnotations(map[string]string{"transformed": "true"})
+			}
+			return obj, nil
+		}))
+	cms := factory.Core().V1().ConfigMaps()
+	deps := factory.Apps().V1().Deployments().Lister()
+	var mu sync.Mutex
+	adds = map[string]bool{}
+	_, err := cms.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		mu.Lock()
+		defer mu.Unlock()
+		adds[obj.(*corev1.ConfigMap).Name] = true
+	}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	factory.Start(ctx.Done())
+	defer func() { cancel(); factory.Shutdown() }()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		require.True(t, ok, "%v never synced", typ)
+	}
+	// The last write selected: once the lister has it, it has every earlier one.
+	require.Eventually(t, func() bool { _, err := cms.Lister().ConfigMaps(ns).Get("selected-last"); return err == nil }, time.Minute, 10*time.Millisecond)
+	all, err := cms.Lister().List(labels.Everything())
+	require.NoError(t, err)
+	for _, cm := range all {
+		listed = append(listed, cm.Namespace+"/"+cm.Name)
+		transformed = cm.Annotations["transformed"] == "true"
+	}
+	inNs, err := cms.Lister().ConfigMaps(ns).List(labels.Everything())
+	require.NoError(t, err)
+	for _, cm := range inNs {
+		indexed = append(indexed, cm.Name)
+	}
+	sort.Strings(listed)
+	sort.Strings(indexed)
+	require.Contains(t, cms.Informer().GetIndexer().GetIndexers(), cache.NamespaceIndex, "the lister's namespace index")
+	d, err := deps.Deployments(ns).List(labels.Everything())
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	return listed, indexed, len(d), transformed, maps.Clone(adds)
+}
+
+// A program written against client-go's SharedInformerFactory runs unchanged but for its
+// constructor line on rewatch's factory, against the real kube-apiserver, and sees what it sees
+// on client-go's: only its namespace, only what its label selector selects, its transform
+// applied, and a lister whose namespace index exists (client-go's typed informers always carry
+// it; without it Lister().ConfigMaps(ns).List logs "Index with name namespace does not exist"
+// and scans the whole cache).
+func TestFactoryProgramRunsUnchanged(t *testing.T) {
+	t.Parallel()
+	b := shared.Get(t)
+	cs := direct(t, b)
+	ns, other := namespace(t, b, "program"), namespace(t, b, "program-other")
+	for _, where := range []string{ns, other} {
+		for _, name := range []string{"selected-a", "selected-b", "unselected"} {
+			lbl := map[string]string{"app": "mine"}
+			if name == "unselected" {
+				lbl = map[string]string{"app": "theirs"}
+			}
+			_, err := cs.CoreV1().ConfigMaps(where).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+	}
+	_, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "selected-last", Labels: map[string]string{"app": "mine"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	clientGo := func(c kubernetes.Interface, d time.Duration, o ...informers.SharedInformerOption) informers.SharedInformerFactory {
+		return informers.NewSharedInformerFactoryWithOptions(c, d, o...)
+	}
+	ours := func(c kubernetes.Interface, d time.Duration, o ...informers.SharedInformerOption) informers.SharedInformerFactory {
+		f := factory.NewSharedInformerFactoryWithOptions(c, d, o...)
+		require.IsType(t, &informer.Informer{}, f.InformerFor(&corev1.ConfigMap{}, nil), "the factory's informers are rewatch's")
+		return f
+	}
+	want := []string{ns + "/selected-a", ns + "/selected-b", ns + "/selected-last"}
+	for name, newFactory := range map[string]func(kubernetes.Interface, time.Duration, ...informers.SharedInformerOption) informers.SharedInformerFactory{"client-go": clientGo, "rewatch": ours} {
+		listed, indexed, deployments, transformed, adds := program(t, cs, ns, newFactory)
+		require.Equal(t, want, listed, name)
+		require.Equal(t, []string{"selected-a", "selected-b", "selected-last"}, indexed, name)
+		require.Zero(t, deployments, name)
+		require.True(t, transformed, name)
+		require.Equal(t, map[string]bool{"selected-a": true, "selected-b": true, "selected-last": true}, adds, name)
+	}
 }
