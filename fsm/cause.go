@@ -26,6 +26,7 @@ const (
 	CauseWatchListUnsupported
 	CauseInitialTransferCut
 	CauseWholeListRefused
+	CausePageTooLarge
 
 	// Watching.
 	CauseWatchOpened
@@ -136,6 +137,11 @@ var causeDecls = [numCauses]CauseInfo{
 	// 504): lists page from then on.
 	CauseWholeListRefused: {ID: "whole-list-refused", Label: "whole LIST too large / timed out → pages",
 		Classes: ClassesOf(ClassTransport, ClassBusy), Retry: true},
+	// A page with a limit that came back larger than MaxListBytes: the same page again at once
+	// with half the limit, which later LISTs keep (docs/semantics.md, "A list that cannot be
+	// served whole").
+	CausePageTooLarge: {ID: "page-too-large", Label: "page too large → same page, half the limit",
+		Classes: ClassesOf(ClassTransport), Retry: true},
 
 	CauseWatchOpened: {ID: "watch-opened", Label: "watch opened", Accepted: true},
 	// A frame on a stream not yet reported open counts as its opening, and so as accepted

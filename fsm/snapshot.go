@@ -92,6 +92,10 @@ type ServerFacts struct {
 	// consistent read (RV 0 is served whole whatever the limit; docs/semantics.md, "A list
 	// that cannot be served whole").
 	WholeListsFail bool `json:"wholeListsFail,omitempty"`
+	// PageLimit is the LIST limit once a page came back larger than MaxListBytes: half the
+	// limit that failed, at least 1 (0: the configured PageSize). It stays for the
+	// reflector's life: the objects that made a page too large are still there.
+	PageLimit int64 `json:"pageLimit,omitempty"`
 	// WatchListUnsupported: the server refused watch-list once; LIST from then on.
 	WatchListUnsupported bool `json:"watchListUnsupported,omitempty"`
 }

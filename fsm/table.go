@@ -57,6 +57,7 @@ var Table = []Transition{
 	{From: Listing, Cause: CauseWatchListUnsupported, To: Listing},
 	{From: Listing, Cause: CauseInitialTransferCut, To: Backoff, Then: Listing},
 	{From: Listing, Cause: CauseWholeListRefused, To: Listing},
+	{From: Listing, Cause: CausePageTooLarge, To: Listing},
 	{From: Listing, Cause: CauseStop, To: Stopped},
 
 	{From: Watching, Cause: CauseWatchOpened, To: Watching},
@@ -104,6 +105,7 @@ var Table = []Transition{
 	{From: Relisting, Cause: CauseWatchListUnsupported, To: Relisting},
 	{From: Relisting, Cause: CauseInitialTransferCut, To: Backoff, Then: Relisting},
 	{From: Relisting, Cause: CauseWholeListRefused, To: Relisting},
+	{From: Relisting, Cause: CausePageTooLarge, To: Relisting},
 	{From: Relisting, Cause: CauseStop, To: Stopped},
 }
 

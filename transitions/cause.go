@@ -67,6 +67,9 @@ func (m *Machine) listCause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 		if m.wholeListRefused(s, e.Failure) {
 			return fsm.CauseWholeListRefused
 		}
+		if m.pageTooLarge(s, e.Failure) {
+			return fsm.CausePageTooLarge
+		}
 		switch classify(e.Failure) {
 		case fsm.ClassExpired, fsm.ClassTooLargeRV:
 			// client-go's pager: an expired continue token falls back to one full list at the

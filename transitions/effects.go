@@ -46,6 +46,8 @@ func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, row fs
 	case fsm.CauseContinueExpired:
 		discardStaged(s, out)
 		m.listPage(s, out, pageFull, "")
+	case fsm.CausePageTooLarge:
+		m.shrinkPage(s, e, out)
 	case fsm.CauseWholeListRefused:
 		// Asking for the same whole list again at every backoff step would fail the same way:
 		// page from now on, at once (docs/semantics.md, "A list that cannot be served whole").

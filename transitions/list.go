@@ -87,7 +87,7 @@ func (m *Machine) listPage(s *fsm.Snapshot, out *[]fsm.Command, kind pageKind, c
 	}
 	paged := m.paged(s, kind)
 	if paged {
-		c.Limit = m.cfg.PageSize
+		c.Limit = m.pageLimit(s)
 	}
 	// At RV 0 the watch cache ignores the limit and answers in one response.
 	s.List.Whole = kind != pageContinue && (!paged || s.List.RV == "0")
@@ -144,6 +144,38 @@ func (m *Machine) wholeListRefused(s *fsm.Snapshot, f *fsm.Failure) bool {
 		return s.List.RV != "0" && (apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err))
 	}
 	return false
+}
+
+// pageLimit is the limit a paged LIST asks for: PageSize, or the smaller one a page too large
+// for MaxListBytes left (Server.PageLimit).
+func (m *Machine) pageLimit(s *fsm.Snapshot) int64 {
+	if s.Server.PageLimit > 0 {
+		return s.Server.PageLimit
+	}
+	return m.cfg.PageSize
+}
+
+// pageTooLarge: the request in flight asked for a page with a limit above one item, and the
+// answer was larger than MaxListBytes. Asked again with the same limit it would fail the same
+// way at every backoff step, while smaller pages would fit (docs/semantics.md, "A list that
+// cannot be served whole").
+func (m *Machine) pageTooLarge(s *fsm.Snapshot, f *fsm.Failure) bool {
+	return !s.List.Whole && m.cfg.PageSize > 0 && f != nil && f.Status == nil && f.Code == 0 &&
+		f.Transport == fsm.TooLarge && m.pageLimit(s) > 1
+}
+
+// shrinkPage asks for the page that was too large again, at once, with half the limit; every
+// later LIST keeps it. A continuation page keeps its token and the pages before it.
+func (m *Machine) shrinkPage(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
+	s.Server.PageLimit = max(m.pageLimit(s)/2, 1)
+	cont := s.List.Continuing
+	m.endRequest(s, e, out)
+	discardPageItems(s, out)
+	if cont {
+		m.listPage(s, out, pageContinue, s.List.Continue)
+		return
+	}
+	m.listPage(s, out, pageFirst, "")
 }
 
 // stageItem stages one LIST item as it arrives (docs/semantics.md, "Relists").
