@@ -51,9 +51,12 @@ type listener struct {
 
 	mu    sync.Mutex
 	queue []segment
-	// spare is the emptied buffer of the last round, the next queue; only run touches it.
-	spare []segment
-	wake  chan struct{}
+	// dropped is set, under mu, once the listener was stopped: what was queued was let go of,
+	// and nothing more is queued.
+	dropped bool
+	// head is the index in queue of the next segment to hand over.
+	head int
+	wake chan struct{}
 
 	// started is guarded by the processor's mu.
 	started  bool
@@ -76,10 +79,15 @@ type listener struct {
 
 // segment is a range of a shared chunk: notes, the first of which has sequence number first.
 // The processor hands spans of it out; a listener queues the part owed to it.
+//
+// all is the whole range the processor handed out, from slot lo of the chunk: notes is all, or
+// its tail for a listener that joined within it. The last holder of the range clears all.
 type segment struct {
 	c     *chunk
 	notes []notification
 	first uint64
+	lo    int
+	all   []notification
 }
 
 func newListener(inf *Informer, h cache.ResourceEventHandler, logger logr.Logger, resync resyncClock, from uint64, replay []any) *listener {
@@ -100,8 +108,13 @@ func (l *listener) push(s span) {
 	if seg.first < l.from {
 		seg.notes, seg.first = seg.notes[l.from-seg.first:], l.from
 	}
-	s.c.refs.Add(1)
 	l.mu.Lock()
+	if l.dropped {
+		l.mu.Unlock()
+		return
+	}
+	s.c.refs.Add(1)
+	s.c.pending[s.lo].Add(1)
 	l.queue = append(l.queue, seg)
 	l.mu.Unlock()
 	select {
@@ -110,23 +123,43 @@ func (l *listener) push(s span) {
 	}
 }
 
-// take returns the queued segments and gives the listener spare, emptied, as its next queue.
-func (l *listener) take(spare []segment) []segment {
+// next pops the first queued segment: the listener holds one segment at a time, so that what
+// a removal drops (everything queued) is all but the notification being handed over.
+func (l *listener) next() (segment, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	segs := l.queue
-	l.queue = spare[:0]
-	return segs
+	if l.head == len(l.queue) {
+		return segment{}, false
+	}
+	s := l.queue[l.head]
+	l.queue[l.head] = segment{}
+	l.head++
+	if l.head == len(l.queue) {
+		// Emptied: the buffer is reused, unless a handler that fell far behind grew it.
+		l.queue, l.head = l.queue[:0], 0
+		if cap(l.queue) > keptBuffer {
+			l.queue = nil
+		}
+	}
+	return s, true
 }
 
-// keptBuffer is the largest queue buffer a listener keeps between rounds: a handler that fell
+// keptBuffer is the largest queue buffer a listener keeps once emptied: a handler that fell
 // far behind must not keep that much memory for the informer's lifetime.
 const keptBuffer = 1024
 
 // run hands notifications to the handler until the listener is stopped: the replay first, then
-// what the processor pushes.
+// what the processor pushes, one segment at a time. The segment it holds when it stops is let
+// go of.
 func (l *listener) run() {
-	defer l.finish()
+	var s segment
+	defer func() {
+		if s.c != nil {
+			s.done()
+		}
+		l.drop()
+		l.finish()
+	}()
 	c := caller{l: l}
 	for _, obj := range l.replay {
 		if !c.call(&notification{kind: notifyAdd, obj: obj, initial: true}) {
@@ -142,9 +175,11 @@ func (l *listener) run() {
 			return
 		case <-l.wake:
 		}
-		segs := l.take(l.spare)
-		for k := range segs {
-			s := &segs[k]
+		for {
+			var ok bool
+			if s, ok = l.next(); !ok {
+				break
+			}
 			notes := s.notes
 			for j := range notes {
 				n := &notes[j]
@@ -156,14 +191,29 @@ func (l *listener) run() {
 				}
 			}
 			l.handedOver.Store(s.first + uint64(len(s.notes)) - 1)
-			s.c.release()
-			*s = segment{}
-		}
-		l.spare = nil
-		if cap(segs) <= keptBuffer {
-			l.spare = segs[:0]
+			s.done()
+			s = segment{}
 		}
 		l.maybeSynced()
+	}
+}
+
+// done is the listener finished with s: the range, then the chunk, are let go of.
+func (s *segment) done() {
+	s.letGo()
+	s.c.release()
+}
+
+// drop lets go of everything queued and queues nothing more: a removed handler's backlog is
+// freed at once, whatever its goroutine is doing and however long the caller keeps the
+// registration (docs/semantics.md, "Handlers").
+func (l *listener) drop() {
+	l.mu.Lock()
+	queue := l.queue[l.head:]
+	l.queue, l.head, l.dropped = nil, 0, true
+	l.mu.Unlock()
+	for k := range queue {
+		queue[k].done()
 	}
 }
 
@@ -248,6 +298,7 @@ func (l *listener) shutdown() {
 		l.stopping.Store(true)
 		close(l.stop)
 	})
+	l.drop()
 	if !l.started {
 		l.finish()
 	}

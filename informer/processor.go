@@ -41,7 +41,7 @@ type processor struct {
 // chunkSize is the number of notifications in a chunk.
 const chunkSize = 256
 
-// freeChunks is how many released chunks the processor keeps for reuse (14 KiB each): enough
+// freeChunks is how many released chunks the processor keeps for reuse (15 KiB each): enough
 // for a steady stream (one being filled, one or two being handed over), few enough that a
 // cache of 50,000 objects carries about a byte per object for them. An initial list of 50,000
 // objects needs 196 chunks, which are not kept once handed over.
@@ -51,15 +51,21 @@ const freeChunks = 4
 // path, under the informer's mu) within its fixed capacity; what has been handed to listeners
 // is read-only, so they read it while the rest fills. refs counts its holders: the processor
 // while the chunk is being filled or handed, and each listener until it has handed its range
-// over; the last to let go returns it to free (a holder that never lets go, a listener removed
-// with the chunk queued, leaves it to the garbage collector).
+// over (or was removed); the last to let go returns it to free.
+//
+// Each range the processor hands out is also counted on its own (pending, indexed by the
+// range's first slot): once every listener has handed it over, its slots are cleared, so a
+// notification's objects are not kept alive by a chunk that is still being filled while the
+// resource is quiet, as client-go's listener lets go of each notification it has handed over
+// (docs/semantics.md, "Handlers").
 type chunk struct {
 	first uint64 // the sequence number of notes[0]
 	notes []notification
 	// handed is how far the processor has handed notes out; only the processor touches it.
-	handed int
-	refs   atomic.Int32
-	free   chan *chunk
+	handed  int
+	refs    atomic.Int32
+	pending [chunkSize]atomic.Int32
+	free    chan *chunk
 }
 
 // release lets go of c; the last holder clears it (its objects may be collected) and keeps it
@@ -133,9 +139,18 @@ func (p *processor) take(spans []span) []span {
 // handOut returns the part of c not handed out yet, which is handed out now; the informer's
 // mu is held.
 func (c *chunk) handOut() segment {
-	s := segment{c: c, notes: c.notes[c.handed:], first: c.first + uint64(c.handed)}
+	notes := c.notes[c.handed:len(c.notes):len(c.notes)]
+	s := segment{c: c, notes: notes, first: c.first + uint64(c.handed), lo: c.handed, all: notes}
 	c.handed = len(c.notes)
 	return s
+}
+
+// letGo is one holder of s's range done with it: the last clears the range's slots (its
+// objects may be collected). The chunk itself is let go of apart (release).
+func (s *segment) letGo() {
+	if s.c.pending[s.lo].Add(-1) == 0 {
+		clear(s.all)
+	}
 }
 
 // run hands what is queued to the listeners until ctx is done. lock is the informer's mu.
@@ -151,11 +166,16 @@ func (p *processor) run(ctx context.Context, lock sync.Locker) {
 		spans = p.take(spans[:0])
 		lock.Unlock()
 		p.mu.Lock()
-		for _, s := range spans {
+		for k := range spans {
+			s := &spans[k]
 			if len(s.notes) > 0 {
+				// The processor holds the range while it pushes, so that a listener done with
+				// it at once does not clear it under the others.
+				s.c.pending[s.lo].Store(1)
 				for l := range p.listeners {
-					l.push(s)
+					l.push(*s)
 				}
+				s.letGo()
 			}
 		}
 		p.mu.Unlock()
