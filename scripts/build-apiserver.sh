@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds the real kube-apiserver and etcd that the e2e tests run against.
-# A cold build takes several minutes, so it is skipped while both binaries
-# are newer than tools/apiserver/go.sum (the file that changes whenever the
-# pinned versions do).
+# Builds the real kube-apiserver and etcd that the e2e tests run against, and
+# kubectl from the same k8s.io/kubernetes module (the CLI's side-by-side e2e
+# compares `rewatch watch` with `kubectl get -w`). A cold build takes several
+# minutes, so each binary is skipped while it is newer than
+# tools/apiserver/go.sum (the file that changes whenever the pinned versions
+# do); -f rebuilds all three.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,7 +24,22 @@ if command -v flock >/dev/null; then
 	flock 9
 fi
 
-if fresh kube-apiserver && fresh etcd && [[ "${1:-}" != "-f" ]]; then
+force=false
+[[ "${1:-}" == "-f" ]] && force=true
+
+# name -> package, built from the tools module.
+declare -A pkgs=(
+	[etcd]=./cmd/etcd
+	[kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
+	[kubectl]=k8s.io/kubernetes/cmd/kubectl
+)
+stale=()
+for name in etcd kube-apiserver kubectl; do
+	if $force || ! fresh "$name"; then
+		stale+=("$name")
+	fi
+done
+if ((${#stale[@]} == 0)); then
 	echo "build-apiserver: up to date in $bin"
 	exit 0
 fi
@@ -34,8 +51,10 @@ export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0
 start=$SECONDS
 # Build into temporaries and rename, so an interrupted build never leaves a
 # binary that looks fresh.
-go build -trimpath -o "$bin/.etcd.tmp" ./cmd/etcd
-go build -trimpath -o "$bin/.kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-mv -f "$bin/.etcd.tmp" "$bin/etcd"
-mv -f "$bin/.kube-apiserver.tmp" "$bin/kube-apiserver"
-echo "build-apiserver: built etcd and kube-apiserver into $bin in $((SECONDS - start))s"
+for name in "${stale[@]}"; do
+	go build -trimpath -o "$bin/.$name.tmp" "${pkgs[$name]}"
+done
+for name in "${stale[@]}"; do
+	mv -f "$bin/.$name.tmp" "$bin/$name"
+done
+echo "build-apiserver: built ${stale[*]} into $bin in $((SECONDS - start))s"
