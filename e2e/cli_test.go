@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rewatch/rewatch/internal/apiserver"
 	"github.com/rewatch/rewatch/internal/faultproxy"
 	"github.com/rewatch/rewatch/internal/syncbuf"
+	"github.com/rewatch/rewatch/internal/testbackend"
 )
 
 // buildCLI builds cmd/rewatch once per test binary.
@@ -132,4 +135,122 @@ func TestCLIWatchResourceAsKubectlTypesIt(t *testing.T) {
 		})
 	}
 	e.report("CLI `rewatch watch configmaps` / `deployments.apps`", "resolved through discovery")
+}
+
+// kubectlBin is kubectl built from the k8s.io/kubernetes module the test server is built from
+// (scripts/build-apiserver.sh builds it next to kube-apiserver, and again only when stale).
+func kubectlBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(apiserver.BinDir(), "kubectl")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	cmd := exec.Command("bash", "../scripts/build-apiserver.sh")
+	cmd.Env = append(os.Environ(), "REWATCH_BIN_DIR="+apiserver.BinDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		testbackend.Unavailable(t, fmt.Errorf("kubectl: scripts/build-apiserver.sh: %w\n%s", err, out))
+	}
+	return bin
+}
+
+// eventRows is the (EVENT, NAME) of each row of kubectl get -w --output-watch-events output,
+// the header left out; as "TYPE name".
+func eventRows(out string) []string {
+	var rows []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || f[0] == "EVENT" {
+			continue
+		}
+		rows = append(rows, f[0]+" "+f[1])
+	}
+	return rows
+}
+
+// `rewatch watch` and kubectl get -w, built from the same k8s.io/kubernetes as the server, side
+// by side on the same changes print the same event rows in the same order: the initial list,
+// creates, updates and deletes. rewatch's watch is then ended by a 410 (from its fault proxy)
+// and its relist held back by 500s while the namespace changes: the relist prints exactly the
+// changes kubectl's uninterrupted watch shows, and nothing for the objects it finds unchanged
+// (docs/semantics.md, "Relists"); the rows after it match again.
+func TestCLIWatchPrintsWhatKubectlPrints(t *testing.T) {
+	b := sharedReal(t)
+	e := newEnv(t, b, configMaps, 3)
+	kubectl := kubectlBin(t)
+	bin := buildCLI(t)
+	// kubectl gets a proxy of its own, without faults, for the credentials the proxy adds.
+	kp, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport()})
+	require.NoError(t, err)
+	t.Cleanup(kp.Close)
+
+	// rewatch's first watch ends with a 410 after the four events of e.write("a"); its relist
+	// (the second LIST of the configmaps) is refused until the rule is cleared.
+	e.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, PathContains: "/configmaps", Times: 1,
+		Fault: faultproxy.WatchError(faultproxy.Expired()).AfterEvents(4)})
+	refused := e.proxy.AddRule(faultproxy.Rule{Kind: faultproxy.List, PathContains: "/configmaps", Nth: 2, Times: -1,
+		Fault: faultproxy.Respond(faultproxy.InternalError())})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var kout, kerr, rout, rerr syncbuf.Buffer
+	kcmd := exec.CommandContext(ctx, kubectl, "get", "configmaps", "-n", e.ns, "-w", "--output-watch-events",
+		"--kubeconfig", proxyKubeconfig(t, kp.URL()))
+	kcmd.Stdout, kcmd.Stderr = &kout, &kerr
+	rcmd := exec.CommandContext(ctx, bin, "watch", "configmaps", "-n", e.ns, "-w", "--output-watch-events", "--trace=json",
+		"--backoff-initial", "100ms", "--backoff-cap", "200ms", "--kubeconfig", proxyKubeconfig(t, e.proxy.URL()))
+	rcmd.Stdout, rcmd.Stderr = &rout, &rerr
+	require.NoError(t, kcmd.Start())
+	require.NoError(t, rcmd.Start())
+	defer func() {
+		_ = kcmd.Process.Kill()
+		_ = rcmd.Process.Kill()
+		_ = kcmd.Wait()
+		_ = rcmd.Wait()
+	}()
+	describe := func() string {
+		return fmt.Sprintf("kubectl:\n%s%s\nrewatch:\n%s%s\n%s", kout.String(), kerr.String(), rout.String(), rerr.String(), e.describe())
+	}
+	// Both print the same rows, once the later of the two has caught up.
+	same := func(want []string) {
+		t.Helper()
+		ok := waitFor(30*time.Second, func() bool {
+			return slices.Equal(eventRows(kout.String()), want) && slices.Equal(eventRows(rout.String()), want)
+		})
+		require.True(t, ok, "want %q\n%s", want, describe())
+	}
+	want := []string{"ADDED obj-0", "ADDED obj-1", "ADDED obj-2"}
+	same(want)
+	// Both watch from their lists' resourceVersions, so writes from now on reach both.
+	require.True(t, waitFor(30*time.Second, func() bool {
+		return len(e.requests(faultproxy.Watch)) > 0 && strings.Contains(rerr.String(), `"cause":"watch-opened"`)
+	}), describe())
+
+	e.write("a")
+	want = append(want, "MODIFIED obj-0", "ADDED new-a", "DELETED new-a", "ADDED kept-a")
+	same(want)
+
+	// The 410 has ended rewatch's watch and its relist is being refused: the namespace changes
+	// meanwhile, in an order the relist tells the same way (list order, deletions last).
+	require.True(t, waitFor(30*time.Second, func() bool { return refused.Fired() > 0 }), describe())
+	bg := context.Background()
+	require.NoError(t, b.Put(bg, e.gvr, e.ns, "obj-1", "gap"))
+	require.NoError(t, b.Put(bg, e.gvr, e.ns, "obj-3", "gap"))
+	require.NoError(t, b.Delete(bg, e.gvr, e.ns, "obj-2"))
+	e.proxy.ClearRules()
+	want = append(want, "MODIFIED obj-1", "ADDED obj-3", "DELETED obj-2")
+	same(want)
+	// The relist went through: obj-0 and kept-a, unchanged, printed nothing.
+	require.True(t, waitFor(30*time.Second, func() bool { return strings.Count(rerr.String(), `"cause":"list-complete"`) == 2 }), describe())
+
+	e.write("b")
+	want = append(want, "MODIFIED obj-0", "ADDED new-b", "DELETED new-b", "ADDED kept-b")
+	same(want)
+	require.Contains(t, rerr.String(), `"cause":"expired"`, "rewatch relisted after the 410")
+	require.NotContains(t, kout.String()+kerr.String(), "Expired", "kubectl's watch never failed")
+
+	require.NoError(t, rcmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, rcmd.Wait(), "stderr: %s", rerr.String())
+	// The header of each is kubectl's: EVENT NAME DATA AGE.
+	require.Equal(t, strings.Fields(strings.SplitN(kout.String(), "\n", 2)[0]), strings.Fields(strings.SplitN(rout.String(), "\n", 2)[0]))
+	e.report("CLI `rewatch watch` beside `kubectl get -w`", fmt.Sprintf("%d rows alike across a 410 and a refused relist", len(want)))
 }
