@@ -21,9 +21,11 @@ import (
 var objectOutputs = []string{"", "wide", "name", "yaml", "json"}
 
 // rowPrinter prints objects as kubectl get -w does: a table row each (a header first), a
-// kind/name line, or one JSON or YAML document each; with events, each says its watch event
-// type (kubectl's --output-watch-events). It writes through the printer, so that rows and
-// trace lines never interleave within a line and the status line is redrawn below them.
+// kind/name line, or one JSON or YAML document each; with events, each table row and document
+// says its watch event type (kubectl's --output-watch-events; its name output ignores it). It
+// writes through the printer, so that rows and trace lines never interleave within a line and
+// the status line is redrawn below them. A table's rows wait for the end of their batch (a full
+// state, a watch event), which is aligned as one.
 type rowPrinter struct {
 	p             *printer
 	format        string
@@ -36,9 +38,11 @@ type rowPrinter struct {
 
 	header bool
 	// widths are the table's column widths so far: they only grow, so that rows stay aligned
-	// as a terminal shows them one at a time (kubectl's tabwriter remembers widths too).
+	// as a terminal shows them one batch at a time (kubectl's tabwriter remembers widths too).
 	widths []int
-	docs   int
+	// batch is the table rows of the batch being told, header first when it is due.
+	batch [][]string
+	docs  int
 }
 
 // Table layout of kubectl's printers: columns at least 6 wide, 3 spaces apart.
@@ -47,40 +51,64 @@ const (
 	tablePadding  = 3
 )
 
-// print is the store's emit: called on the reflector's goroutine after the store took it.
-func (rp *rowPrinter) print(event string, obj any) {
+// row is the store's: called on the reflector's goroutine after the store took the change.
+func (rp *rowPrinter) row(event string, obj any) {
 	if rp.kind == "" {
 		rp.kind = kindOf(obj)
 	}
-	var s string
 	switch rp.format {
 	case "name":
-		s = rp.name(event, obj)
+		rp.p.out(rp.name(obj))
 	case "json", "yaml":
-		s = rp.document(event, obj)
+		rp.p.out(rp.document(event, obj))
 	default:
-		s = rp.row(event, obj)
+		rp.tableRow(event, obj)
 	}
-	rp.p.out(s)
 }
 
-func (rp *rowPrinter) name(event string, obj any) string {
+// flush prints the table rows of the batch that ended, aligned with each other and with the
+// rows before them.
+func (rp *rowPrinter) flush() {
+	if len(rp.batch) == 0 {
+		return
+	}
+	for _, cells := range rp.batch {
+		for i, c := range cells[:len(cells)-1] {
+			if i == len(rp.widths) {
+				rp.widths = append(rp.widths, tableMinWidth)
+			}
+			rp.widths[i] = max(rp.widths[i], len(c)+tablePadding)
+		}
+	}
+	var b strings.Builder
+	for _, cells := range rp.batch {
+		for i, c := range cells {
+			b.WriteString(c)
+			if i < len(cells)-1 {
+				b.WriteString(strings.Repeat(" ", rp.widths[i]-len(c)))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	rp.batch = rp.batch[:0]
+	rp.p.out(b.String())
+}
+
+// name is kubectl's name output, which has no event type even with --output-watch-events.
+func (rp *rowPrinter) name(obj any) string {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return fmt.Sprintf("error: %v\n", err)
 	}
-	s := lowerKind(rp.kind, rp.gvr.Group) + "/" + m.GetName() + "\n"
-	if rp.events {
-		s = event + "   " + s
-	}
-	return s
+	return lowerKind(rp.kind, rp.gvr.Group) + "/" + m.GetName() + "\n"
 }
 
 // document is one JSON or YAML document: the object, or with events the watch event
-// {"type", "object"} kubectl prints. YAML documents are separated by "---", as kubectl's.
+// {"type", "object"} kubectl prints (JSON on one line, managedFields kept, as kubectl's). YAML
+// documents are separated by "---", as kubectl's.
 func (rp *rowPrinter) document(event string, obj any) string {
 	gv := schema.GroupVersion{Group: rp.gvr.Group, Version: rp.gvr.Version}
-	o, err := objectJSON(obj, gv.String(), rp.kind)
+	o, err := objectJSON(obj, gv.String(), rp.kind, rp.events)
 	if err != nil {
 		return fmt.Sprintf("error: %v\n", err)
 	}
@@ -92,10 +120,14 @@ func (rp *rowPrinter) document(event string, obj any) string {
 		}{event, o}
 	}
 	var b []byte
-	if rp.format == "json" {
+	switch {
+	case rp.format == "json" && rp.events:
+		b, err = json.Marshal(v)
+		b = append(b, '\n')
+	case rp.format == "json":
 		b, err = json.MarshalIndent(v, "", "    ")
 		b = append(b, '\n')
-	} else {
+	default:
 		b, err = yaml.Marshal(v)
 	}
 	if err != nil {
@@ -108,11 +140,12 @@ func (rp *rowPrinter) document(event string, obj any) string {
 	return string(b)
 }
 
-// row is one table row, with the header before the first.
-func (rp *rowPrinter) row(event string, obj any) string {
+// tableRow adds obj's row to the batch, with the header before the first row.
+func (rp *rowPrinter) tableRow(event string, obj any) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return fmt.Sprintf("error: %v\n", err)
+		rp.p.out(fmt.Sprintf("error: %v\n", err))
+		return
 	}
 	var cells []string
 	if rp.events {
@@ -128,13 +161,15 @@ func (rp *rowPrinter) row(event string, obj any) string {
 		age = duration.HumanDuration(rp.now().Sub(ts.Time))
 	}
 	cells = append(cells, age)
-	var b strings.Builder
 	if !rp.header {
 		rp.header = true
-		rp.line(&b, rp.headers())
+		rp.batch = append(rp.batch, rp.headers())
+		if rp.events {
+			// kubectl's EVENT column is as wide as its widest value from the start.
+			rp.widths = append(rp.widths, len(rowModified)+tablePadding)
+		}
 	}
-	rp.line(&b, cells)
-	return b.String()
+	rp.batch = append(rp.batch, cells)
 }
 
 func (rp *rowPrinter) headers() []string {
@@ -148,23 +183,6 @@ func (rp *rowPrinter) headers() []string {
 	h = append(h, "NAME")
 	h = append(h, rp.extraHeaders()...)
 	return append(h, "AGE")
-}
-
-// line writes cells padded to the widths so far; the last cell is not padded.
-func (rp *rowPrinter) line(b *strings.Builder, cells []string) {
-	for i, c := range cells {
-		if i == len(cells)-1 {
-			b.WriteString(c)
-			break
-		}
-		if i == len(rp.widths) {
-			rp.widths = append(rp.widths, tableMinWidth)
-		}
-		rp.widths[i] = max(rp.widths[i], len(c)+tablePadding)
-		b.WriteString(c)
-		b.WriteString(strings.Repeat(" ", rp.widths[i]-len(c)))
-	}
-	b.WriteByte('\n')
 }
 
 // extraHeaders are kubectl's columns between NAME and AGE for the resources where they cost

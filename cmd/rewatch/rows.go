@@ -22,24 +22,34 @@ const (
 // diffed against what the store holds, as it arrives: a new key is ADDED, a changed
 // resourceVersion MODIFIED, an object the store holds at the same resourceVersion nothing
 // (docs/semantics.md, "Relists": an unchanged object is no update), and the keys the state
-// lacks are DELETED when it completes. emit is called on the reflector's goroutine, after the
-// store took the change.
+// lacks are DELETED when it completes. The sink is called on the reflector's goroutine, after
+// the store took the change.
 type rowStore struct {
 	*driver.MemStore
-	emit func(event string, obj any)
+	sink rowSink
+}
+
+// rowSink takes the rows: flush ends a batch — a watch event, or a full state — which a table
+// aligns as one, as kubectl aligns its list and then each event.
+type rowSink interface {
+	row(event string, obj any)
+	flush()
 }
 
 var _ driver.VersionedStore = (*rowStore)(nil)
 
-func newRowStore(emit func(event string, obj any)) *rowStore {
-	return &rowStore{MemStore: driver.NewMemStore(), emit: emit}
+func newRowStore(sink rowSink) *rowStore {
+	return &rowStore{MemStore: driver.NewMemStore(), sink: sink}
 }
+
+func (s *rowStore) emit(event string, obj any) { s.sink.row(event, obj) }
 
 func (s *rowStore) Add(obj any) error {
 	if err := s.MemStore.Add(obj); err != nil {
 		return err
 	}
 	s.emit(rowAdded, obj)
+	s.sink.flush()
 	return nil
 }
 
@@ -48,6 +58,7 @@ func (s *rowStore) Update(obj any) error {
 		return err
 	}
 	s.emit(rowModified, obj)
+	s.sink.flush()
 	return nil
 }
 
@@ -56,6 +67,7 @@ func (s *rowStore) Delete(obj any) error {
 		return err
 	}
 	s.emit(rowDeleted, obj)
+	s.sink.flush()
 	return nil
 }
 
@@ -78,6 +90,7 @@ func (s *rowStore) Replace(items []any, resourceVersion string) error {
 		s.emitPut(prev, held, obj)
 	}
 	s.emitGone(old)
+	s.sink.flush()
 	return nil
 }
 
@@ -156,17 +169,24 @@ func (r *rowReplacement) Finish(resourceVersion string) error {
 		}
 	}
 	if err := r.r.Finish(resourceVersion); err != nil {
+		r.s.sink.flush()
 		return err
 	}
 	r.s.emitGone(gone)
+	r.s.sink.flush()
 	return nil
 }
 
-func (r *rowReplacement) Abandon() { r.r.Abandon() }
+// Abandon keeps what was put, whose rows were told: they are printed.
+func (r *rowReplacement) Abandon() {
+	r.r.Abandon()
+	r.s.sink.flush()
+}
 
 // objectJSON is obj as the map kubectl prints with -o json or yaml: apiVersion and kind set
-// (a typed object decodes without them), managedFields left out as kubectl leaves them out.
-func objectJSON(obj any, apiVersion, kind string) (map[string]any, error) {
+// (a typed object decodes without them), managedFields left out unless keepManaged (kubectl
+// leaves them out of an object, and prints them in a watch event).
+func objectJSON(obj any, apiVersion, kind string, keepManaged bool) (map[string]any, error) {
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
@@ -181,7 +201,7 @@ func objectJSON(obj any, apiVersion, kind string) (map[string]any, error) {
 	if s, _ := m["kind"].(string); s == "" && kind != "" {
 		m["kind"] = kind
 	}
-	if md, ok := m["metadata"].(map[string]any); ok {
+	if md, ok := m["metadata"].(map[string]any); ok && !keepManaged {
 		delete(md, "managedFields")
 	}
 	return m, nil

@@ -184,7 +184,9 @@ func TestWatchPrintsObjectRows(t *testing.T) {
 		"MODIFIED cm-2 0", "ADDED cm-4 0", "DELETED cm-3 0",
 		"MODIFIED cm-4 1",
 	}, rowsOf(c.out.String()))
-	require.Regexp(t, `^EVENT +NAME +DATA +AGE\nADDED +cm-0 +1 +\d+s\n`, c.out.String())
+	// kubectl's layout: the EVENT column as wide as MODIFIED from the start, the others as
+	// their widest cell so far, three spaces apart.
+	require.Regexp(t, `^EVENT      NAME   DATA   AGE\nADDED      cm-0   1      \d+s\n`, c.out.String())
 }
 
 // -A adds the NAMESPACE column; without --output-watch-events there is no EVENT column.
@@ -193,13 +195,16 @@ func TestWatchRowsAllNamespaces(t *testing.T) {
 	c.waitRows(t, 3)
 	c.stop(t)
 	require.Equal(t, []string{"NAMESPACE NAME DATA", "default cm-0 1", "default cm-1 1"}, rowsOf(c.out.String()))
+	// The list is aligned as one batch, under its header.
+	require.Regexp(t, `^NAMESPACE   NAME   DATA   AGE\ndefault     cm-0   1      \d+s\ndefault     cm-1   1      \d+s\n$`, c.out.String())
 }
 
-// -o name prints kind/name, one per event; -o json and -o yaml print one document per event,
-// with apiVersion and kind, and with --output-watch-events the watch event kubectl prints.
+// -o name prints kind/name, one per event (kubectl's name output has no event type even with
+// --output-watch-events); -o json and -o yaml print one document per event, with apiVersion
+// and kind, and with --output-watch-events the watch event kubectl prints, on one line.
 func TestWatchOutputFormats(t *testing.T) {
 	t.Run("name", func(t *testing.T) {
-		c := startSimCLI(t, 2, "-o", "name")
+		c := startSimCLI(t, 2, "-o", "name", "--output-watch-events")
 		c.waitRows(t, 2)
 		c.stop(t)
 		require.Equal(t, "configmap/cm-0\nconfigmap/cm-1\n", c.out.String())
@@ -209,7 +214,8 @@ func TestWatchOutputFormats(t *testing.T) {
 		waitFor(t, func() bool { return c.watches() >= 1 })
 		_, err := c.srv.Delete(sim.ConfigMaps, "default", "cm-0")
 		require.NoError(t, err)
-		waitFor(t, func() bool { return strings.Count(c.out.String(), `"type": "DELETED"`) == 1 })
+		waitFor(t, func() bool { return strings.Count(c.out.String(), `"type":"DELETED"`) == 1 })
+		require.Equal(t, 2, strings.Count(c.out.String(), "\n"), "a line per event")
 		c.stop(t)
 		dec := json.NewDecoder(strings.NewReader(c.out.String()))
 		var types []string
@@ -282,9 +288,9 @@ func TestTraceIsOneLinePerPage(t *testing.T) {
 // replacement the driver uses.
 func TestRowStoreReplaceDiffs(t *testing.T) {
 	var rows []string
-	s := newRowStore(func(event string, obj any) {
+	s := newRowStore(sinkFunc(func(event string, obj any) {
 		rows = append(rows, event+" "+obj.(*corev1.ConfigMap).Name+"@"+obj.(*corev1.ConfigMap).ResourceVersion)
-	})
+	}))
 	cm := func(name, rv string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 	}
@@ -302,3 +308,8 @@ func TestRowStoreReplaceDiffs(t *testing.T) {
 	require.Equal(t, []string{"MODIFIED a@6", "ADDED e@7", "DELETED d@5"}, rows)
 	require.ElementsMatch(t, []string{"ns/a", "ns/b", "ns/e"}, s.ListKeys())
 }
+
+type sinkFunc func(event string, obj any)
+
+func (f sinkFunc) row(event string, obj any) { f(event, obj) }
+func (f sinkFunc) flush()                    {}

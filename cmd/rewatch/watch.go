@@ -180,7 +180,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	p.rows = stdout
 	rp := &rowPrinter{p: p, format: output, events: watchEvents, allNamespaces: allNamespaces,
 		gvr: schema.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource}, kind: kind, now: time.Now}
-	cfg.Store = newRowStore(rp.print)
+	cfg.Store = newRowStore(rp)
 	cfg.OnTransition = p.transition
 	// The reflector's own log lines would repeat the transition lines printed here: each
 	// failure is told once, on its transition line.
