@@ -162,7 +162,7 @@ func (m *Machine) watchFailureCause(s *fsm.Snapshot, e *fsm.Event, c fsm.Class) 
 		if s.Watch.ExpiredStreak > 0 {
 			return fsm.CauseExpiredAgain
 		}
-		if youngCache(s, e) {
+		if m.youngCache(s, e) {
 			return fsm.CauseExpiredYoungCache
 		}
 		return fsm.CauseExpired
@@ -196,12 +196,19 @@ func storageReadError(f *fsm.Failure) bool {
 
 // youngCache: the 410 answers a resume before the watch delivered anything, its Status says a
 // watch cache whose oldest event is newer than the RV asked for (kube-apiserver's "too old
-// resource version: RV (OLDEST)"), and no fresh connection has been tried since the last
-// watch event. Another kube-apiserver behind the same load balancer, with an older cache, can
-// serve the resume; etcd's own 410 (compaction) says no such thing, since every kube-apiserver
-// would answer it alike (docs/semantics.md, "behind a load balancer").
-func youngCache(s *fsm.Snapshot, e *fsm.Event) bool {
-	if s.Watch.FreshTried || s.Watch.Events > 0 || e.Failure == nil {
+// resource version: RV (OLDEST)"), the resume RV is younger than ResumeRVLifetime, and no fresh
+// connection has been tried since the last watch event. Another kube-apiserver behind the same
+// load balancer, with an older cache, can serve the resume; etcd's own 410 (compaction) says no
+// such thing, since every kube-apiserver would answer it alike.
+//
+// The RV's age is what tells a young cache from an old one: a long-running kube-apiserver's watch
+// cache keeps every event at least 75 s, so it answers an RV with these words only once the
+// reflector reached that RV more than 75 s ago — an ordinary 410, which would only cost an extra
+// WATCH before the relist. An RV reached less than ResumeRVLifetime (60 s) ago that a cache no
+// longer holds is one its cache started after (docs/semantics.md, "behind a load balancer").
+func (m *Machine) youngCache(s *fsm.Snapshot, e *fsm.Event) bool {
+	if s.Watch.FreshTried || s.Watch.Events > 0 || e.Failure == nil ||
+		e.Now.Sub(s.RVAdvancedAt) >= m.cfg.ResumeRVLifetime {
 		return false
 	}
 	asked, oldest, ok := e.Failure.WatchCacheTooOld()
