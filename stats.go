@@ -235,3 +235,49 @@ func (c *counter) noteListing(t driver.Transition, failure *Failure) {
 		lf.Last = *failure
 	}
 }
+
+// StatsObserver folds a reflector's transitions into Stats and forwards them to Metrics, as a
+// Reflector does for its own: it is the driver.Observer behind the Stats of reflectors the
+// façade does not run (package informer's). Safe for one reflector's goroutine to Observe while
+// any goroutine reads Stats.
+type StatsObserver struct {
+	c       *counter
+	formats interface {
+		WireFormat() string
+		AnsweredFormat() string
+	}
+}
+
+// NewStatsObserver returns a StatsObserver forwarding to m (nil: none). size, when set, is the
+// store's size for Stats.Objects and Metrics.Objects; transport, when it says what wire format
+// it asks for and got (the HTTP transport does), fills Stats.WireFormat and AnsweredFormat.
+func NewStatsObserver(m Metrics, size func() int, transport driver.Transport) *StatsObserver {
+	o := &StatsObserver{c: newCounter(m, nil)}
+	if size != nil {
+		o.c.sizer = lenFunc(size)
+	}
+	o.formats, _ = transport.(interface {
+		WireFormat() string
+		AnsweredFormat() string
+	})
+	return o
+}
+
+type lenFunc func() int
+
+func (f lenFunc) Len() int { return f() }
+
+// Observe takes one transition; it never fails.
+func (o *StatsObserver) Observe(t driver.Transition) error {
+	o.c.observe(t)
+	return nil
+}
+
+// Stats is a snapshot of what the reflector has done so far.
+func (o *StatsObserver) Stats() Stats {
+	st := o.c.snapshot()
+	if o.formats != nil {
+		st.WireFormat, st.AnsweredFormat = o.formats.WireFormat(), o.formats.AnsweredFormat()
+	}
+	return st
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -12,10 +13,13 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
+	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/journal"
 	"github.com/rewatch/rewatch/transitions"
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
@@ -33,7 +37,13 @@ type Options struct {
 	Transform cache.TransformFunc
 	// Name names the informer in logs and in DoneChecker names. Default: the example object's type.
 	Name string
-	// Logger receives the reflector's logs. Default slog.Default().
+	// Log receives the informer's logs. Default: the logger of the context given to
+	// RunWithContext (klog.FromContext: klog's process-wide logger unless the caller, a
+	// controller say, put its own there), so that the informer's lines join the program's.
+	// A handler's panic goes, as in client-go, to its HandlerOptions.Logger, else to klog's
+	// process-wide logger (klog.Background), whatever Log says.
+	Log *logr.Logger
+	// Logger is Log for a program logging through slog; Log wins when both are set.
 	Logger *slog.Logger
 	// Clock drives the reflector's waits and resyncs. Default the wall clock.
 	Clock clockx.Clock
@@ -41,6 +51,16 @@ type Options struct {
 	// (ForClientset, NewInformerFunc, package informer/factory). Default httpapi.FormatAuto:
 	// protobuf for built-in types, JSON when the server answers so.
 	Format httpapi.Format
+
+	// Metrics receives the reflector's counters and durations, as the façade's Config.Metrics
+	// (see the metrics package for Prometheus); Objects is not reported, Stats().Objects is.
+	Metrics rewatch.Metrics
+	// OnTransition sees every event the machine takes, on the reflector's goroutine.
+	OnTransition func(driver.Transition)
+	// Journal, when set, receives the event journal as JSON lines (docs/journal.md); a write
+	// error stops the informer. JournalFullCapture records whole objects, not only keys.
+	Journal            io.Writer
+	JournalFullCapture bool
 }
 
 // minimumResyncPeriod is client-go's floor for a handler's resync period.
@@ -76,6 +96,8 @@ type Informer struct {
 	// allocation there, where a pointer swap would cost one per event.
 	rvMu   sync.RWMutex
 	lastRV string
+
+	stats *rewatch.StatsObserver
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -84,9 +106,6 @@ var _ cache.SharedIndexInformer = (*Informer)(nil)
 // and client-go's error handlers). Use NewSharedIndexInformer, NewInformerFunc or NewHTTP to
 // get a transport built for you.
 func New(transport driver.Transport, example runtime.Object, opts Options) *Informer {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
 	if opts.Clock == nil {
 		opts.Clock = clockx.Real()
 	}
@@ -107,6 +126,7 @@ func New(transport driver.Transport, example runtime.Object, opts Options) *Info
 		indexer:     cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexers),
 		placeholder: cache.NewNamedReflector(name, &cache.ListWatch{}, example, cache.NewStore(cache.MetaNamespaceKeyFunc), 0),
 		processor:   newProcessor(), syncedCh: make(chan struct{}), resyncWake: make(chan struct{}, 1),
+		stats: rewatch.NewStatsObserver(opts.Metrics, nil, transport),
 	}
 	if transport == nil {
 		inf.constructErr = errors.New("informer: no transport")
@@ -136,7 +156,7 @@ func (i *Informer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler,
 // AddEventHandlerWithOptions adds a handler. Once the informer has synced, the handler is first
 // given the current contents as adds (isInInitialList true). A panic in a handler call is
 // handled as client-go's informer handles it (docs/semantics.md, "Handlers"), logged with
-// o.Logger (default: the informer's Logger).
+// o.Logger, else with klog's process-wide logger ("Observed a panic", as client-go logs it).
 func (i *Informer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
 	if h == nil {
 		return nil, errors.New("informer: nil handler")
@@ -148,7 +168,9 @@ func (i *Informer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o ca
 	if period > 0 && period < minimumResyncPeriod {
 		period = minimumResyncPeriod
 	}
-	logger := logr.FromSlogHandler(i.opts.Logger.Handler())
+	// As client-go's informer: without a handler's own logger, a panic goes to klog's
+	// process-wide logger, read when the handler is added.
+	logger := klog.Background()
 	if o.Logger != nil {
 		logger = *o.Logger
 	}
@@ -266,14 +288,32 @@ func (i *Informer) Run(stopCh <-chan struct{}) {
 
 // RunWithContext runs the reflector and the handlers until ctx is done. An informer runs once.
 func (i *Informer) RunWithContext(ctx context.Context) {
+	log := i.logger(ctx)
 	if !i.started.CompareAndSwap(false, true) {
-		i.opts.Logger.Warn("informer has already been started", "informer", i.name)
+		log.Warn("informer has already been started", "informer", i.name)
 		return
 	}
 	defer i.shutdown()
 	if i.constructErr != nil {
-		i.opts.Logger.Error("informer cannot run", "informer", i.name, "err", i.constructErr)
+		log.Error("informer cannot run", "informer", i.name, "err", i.constructErr)
 		return
+	}
+	observers := []driver.Observer{i.stats, driver.ObserverFunc(func(t driver.Transition) { i.observe(ctx, t) })}
+	if i.opts.Journal != nil {
+		jw, err := i.journal()
+		if err != nil {
+			log.Error("informer cannot run", "informer", i.name, "err", err)
+			return
+		}
+		observers = append(observers, jw)
+		defer func() {
+			if err := jw.Close(); err != nil {
+				log.Error("informer's journal", "informer", i.name, "err", err)
+			}
+		}()
+	}
+	if i.opts.OnTransition != nil {
+		observers = append(observers, driver.ObserverFunc(i.opts.OnTransition))
 	}
 	i.processor.startAll()
 	var loops sync.WaitGroup
@@ -281,13 +321,50 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	loops.Go(func() { i.processor.run(ctx, &i.mu) })
 
 	err := driver.Run(ctx, driver.Config{
-		Policy: i.opts.Policy, Transport: i.transport, Store: (*store)(i), Clock: i.opts.Clock, Logger: i.opts.Logger,
-		Observers: []driver.Observer{driver.ObserverFunc(func(t driver.Transition) { i.observe(ctx, t) })},
+		Policy: i.opts.Policy, Transport: i.transport, Store: (*store)(i), Clock: i.opts.Clock, Logger: log,
+		Observers: observers,
 	})
 	if err != nil {
-		i.opts.Logger.Error("informer stopped", "informer", i.name, "err", err)
+		log.Error("informer stopped", "informer", i.name, "err", err)
 	}
 	loops.Wait()
+}
+
+// logger is where the informer's own lines go (Options.Log): the driver logs through slog, so a
+// logr.Logger is bridged to it.
+func (i *Informer) logger(ctx context.Context) *slog.Logger {
+	switch {
+	case i.opts.Log != nil:
+		return slog.New(logr.ToSlogHandler(*i.opts.Log))
+	case i.opts.Logger != nil:
+		return i.opts.Logger
+	}
+	return slog.New(logr.ToSlogHandler(klog.FromContext(ctx)))
+}
+
+// journal is the journal writer for Options.Journal, its header as the façade writes it.
+func (i *Informer) journal() (*journal.Writer, error) {
+	m, err := transitions.New(i.opts.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("informer: %w", err)
+	}
+	h := journal.Header{Resource: i.name, Started: i.opts.Clock.Now().UTC(), Config: journal.RecordConfig(m.Config()), FullCapture: i.opts.JournalFullCapture}
+	if w, ok := i.transport.(interface{ WireFormat() string }); ok {
+		h.Wire = w.WireFormat()
+	}
+	jw, err := journal.NewWriter(i.opts.Journal, h)
+	if err != nil {
+		return nil, fmt.Errorf("informer: %w", err)
+	}
+	return jw, nil
+}
+
+// Stats is what the reflector has done so far, as the façade's Reflector.Stats: LISTs,
+// watches, retries by cause, LISTs avoided, relists, the last failures. Safe from any goroutine.
+func (i *Informer) Stats() rewatch.Stats {
+	st := i.stats.Stats()
+	st.Objects = len(i.indexer.ListKeys())
+	return st
 }
 
 // shutdown stops every handler once the informer has stopped; handlers added later are refused.

@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/informer"
 )
 
@@ -79,8 +80,10 @@ func NewSharedInformerFactoryWithOptions(client kubernetes.Interface, defaultRes
 }
 
 // New is NewSharedInformerFactoryWithOptions with rewatch's options for every informer: its
-// Policy, Logger, Metrics, Journal, Format, Clock and extra Indexers. The factory sets each
-// informer's Name, resync period and transform itself.
+// Policy, Log (default: the logger of the context the factory is started with, as
+// klog.FromContext), Metrics, OnTransition, Format, Clock and extra Indexers. The factory sets
+// each informer's Name, resync period and transform itself. A Journal is one stream per
+// reflector: give it to informers made one by one (informer.ForClientset), not to a factory.
 func New(client kubernetes.Interface, defaultResync time.Duration, opts informer.Options, options ...informers.SharedInformerOption) *Factory {
 	f := &Factory{
 		client: client, namespace: metav1.NamespaceAll, defaultResync: defaultResync, opts: opts, options: options,
@@ -253,6 +256,20 @@ func (f *Factory) ForResource(resource schema.GroupVersionResource) (informers.G
 		return genericInformer{inf: f.InformerFor(obj, clientGos), resource: resource.GroupResource()}, nil
 	}
 	return nil, fmt.Errorf("no informer found for %v", resource)
+}
+
+// Stats is what each of the factory's rewatch informers has done so far (informer.Informer's
+// Stats), by the type of object it caches: LISTs, watches, LISTs avoided, relists, failures.
+func (f *Factory) Stats() map[reflect.Type]rewatch.Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[reflect.Type]rewatch.Stats, len(f.informers))
+	for typ, inf := range f.informers {
+		if ri, ok := inf.(*informer.Informer); ok {
+			out[typ] = ri.Stats()
+		}
+	}
+	return out
 }
 
 type genericInformer struct {

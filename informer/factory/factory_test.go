@@ -93,6 +93,11 @@ func TestFactoryWithClientGoOptions(t *testing.T) {
 	t.Cleanup(func() { close(stop); sif.Shutdown() })
 	synced := sif.WaitForCacheSync(stop)
 	require.Equal(t, map[reflect.Type]bool{reflect.TypeOf(&corev1.ConfigMap{}): true}, synced)
+	st := f.Stats()[reflect.TypeOf(&corev1.ConfigMap{})]
+	require.True(t, st.Synced)
+	require.Equal(t, 1, st.Lists)
+	require.Equal(t, 2, st.Objects)
+	require.Equal(t, "protobuf", st.AnsweredFormat, "protobuf negotiated for a built-in type")
 
 	all, err := cms.Lister().List(labels.Everything())
 	require.NoError(t, err)
