@@ -341,15 +341,17 @@ func scanProtobufMeta(b []byte, metaField fieldNumber) (m itemMeta, ok bool) {
 	return m, true
 }
 
-// scanProtobufWatchFrame reads a protobuf watch frame — a metav1.WatchEvent: type (1), object
-// (2, a runtime.RawExtension whose raw is 1) — down to the object message inside the raw
-// envelope (the magic number, then a runtime.Unknown: typeMeta 1, raw 2, contentEncoding 3,
-// contentType 4). Not ok for a frame with anything repeated or an encoded object.
-func scanProtobufWatchFrame(frame []byte) (typ, object []byte, ok bool) {
-	typ, raw, ok := scanProtobufWatchEvent(frame)
-	if !ok || len(raw) < len(protobufMagic) || string(raw[:len(protobufMagic)]) != string(protobufMagic) {
-		return nil, nil, false
+// protobufEmbeddedMeta is the metadata of a protobuf watch frame's object: raw is the
+// object's bytes as the frame carries them (scanProtobufWatchEvent), the raw envelope (the
+// magic number, then a runtime.Unknown: typeMeta 1, raw 2, contentEncoding 3, contentType 4)
+// around the object message. A watch frame does not name its object's Go type, so the
+// metadata's field number is the one every Kubernetes object type (and PartialObjectMetadata)
+// gives its ObjectMeta: 1. Not ok for anything repeated or an encoded object.
+func protobufEmbeddedMeta(raw []byte) (itemMeta, bool) {
+	if len(raw) < len(protobufMagic) || string(raw[:len(protobufMagic)]) != string(protobufMagic) {
+		return itemMeta{}, false
 	}
+	var object []byte
 	objects := 0
 	if !protoFields(raw[len(protobufMagic):], func(num fieldNumber, wt uint64, v []byte) bool {
 		switch num {
@@ -362,26 +364,6 @@ func scanProtobufWatchFrame(frame []byte) (typ, object []byte, ok bool) {
 		}
 		return wt == wireBytes
 	}) || objects != 1 {
-		return nil, nil, false
-	}
-	return typ, object, true
-}
-
-// jsonAddedMeta is the object's metadata of a JSON ADDED frame.
-func jsonAddedMeta(frame []byte) (itemMeta, bool) {
-	typ, object, ok := scanJSONWatchFrame(frame)
-	if !ok || string(typ) != "ADDED" {
-		return itemMeta{}, false
-	}
-	return scanJSONMeta(object)
-}
-
-// protobufAddedMeta is the object's metadata of a protobuf ADDED frame. A watch frame does not
-// name its object's Go type, so the metadata's field number is the one every Kubernetes
-// object type (and PartialObjectMetadata) gives its ObjectMeta: 1.
-func protobufAddedMeta(frame []byte) (itemMeta, bool) {
-	typ, object, ok := scanProtobufWatchFrame(frame)
-	if !ok || string(typ) != "ADDED" {
 		return itemMeta{}, false
 	}
 	return scanProtobufMeta(object, 1)

@@ -50,11 +50,11 @@ func scanCBORMeta(raw []byte) (m itemMeta, ok bool) {
 	return m, ok && seenMeta && end == len(raw) && len(m.name) > 0 && len(m.resourceVersion) > 0
 }
 
-// cborAddedMeta is the object's metadata of a CBOR ADDED frame: a metav1.WatchEvent whose
-// object is embedded as a CBOR data item.
-func cborAddedMeta(frame []byte) (itemMeta, bool) {
-	var typ []byte
-	object, objects := -1, 0
+// scanCBORWatchFrame reads a CBOR watch frame — a metav1.WatchEvent, a map with "type" and
+// "object" — as far as its type and its object, embedded as a CBOR data item; each must
+// appear once and the frame must be read to its end.
+func scanCBORWatchFrame(frame []byte) (typ, object []byte, ok bool) {
+	at, objects := -1, 0
 	end, ok := cborMapFields(frame, skipSelfDescribedAt(frame, 0), func(key []byte, v int) (int, bool) {
 		switch string(key) {
 		case "type":
@@ -65,15 +65,15 @@ func cborAddedMeta(frame []byte) (itemMeta, bool) {
 			typ = s
 			return next, ok && s != nil
 		case "object":
-			object, objects = v, objects+1
+			at, objects = v, objects+1
 		}
 		return cborSkip(frame, v, 0)
 	})
-	if !ok || end != len(frame) || objects != 1 || string(typ) != "ADDED" {
-		return itemMeta{}, false
+	if !ok || end != len(frame) || objects != 1 || typ == nil {
+		return nil, nil, false
 	}
-	next, _ := cborSkip(frame, object, 0)
-	return scanCBORMeta(frame[object:next])
+	next, _ := cborSkip(frame, at, 0)
+	return typ, frame[at:next], true
 }
 
 func skipSelfDescribedAt(b []byte, i int) int {

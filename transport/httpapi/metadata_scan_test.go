@@ -63,6 +63,11 @@ func TestScanJSONMeta(t *testing.T) {
 
 // A JSON watch frame's type and object are found in any order; anything repeated is not
 // vouched for.
+var (
+	jsonAddedMeta     = jsonFrames.addedMeta
+	protobufAddedMeta = protobufFrames.addedMeta
+)
+
 func TestJSONAddedMeta(t *testing.T) {
 	obj := `{"kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"5"}}`
 	for frame, want := range map[string][]string{

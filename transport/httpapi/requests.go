@@ -218,11 +218,11 @@ func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media 
 	var dec streaming.Decoder
 	switch media {
 	case MediaProtobuf:
-		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), skip.frames(t.directly(protobufWatchEventDecoder{}, scanProtobufWatchEvent), protobufAddedMeta))
+		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), t.frames(protobufFrames, skip))
 	case MediaCBOR:
-		dec = streaming.NewDecoder(cbor.NewFramer().NewFrameReader(lim), skip.frames(cborWatchEventDecoder{}, cborAddedMeta))
+		dec = streaming.NewDecoder(cbor.NewFramer().NewFrameReader(lim), t.frames(cborFrames, skip))
 	default:
-		dec = streaming.NewDecoder(framer.NewJSONFramedReader(lim), skip.frames(t.directly(watchEventDecoder{}, jsonWatchEvent), jsonAddedMeta))
+		dec = streaming.NewDecoder(framer.NewJSONFramedReader(lim), t.frames(jsonFrames, skip))
 	}
 	defer dec.Close()
 	for {

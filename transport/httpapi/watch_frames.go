@@ -4,6 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rewatch/rewatch/fsm"
 )
 
 // A watch frame is a metav1.WatchEvent whose object is a body of its own. Decoding the frame
@@ -17,32 +19,108 @@ import (
 // into a WatchEvent first, as before; so is any frame whose type and object the scan does not
 // vouch for (anything repeated, a type that is not a watch event's, an object that is null), so
 // that it fails, or not, as before.
+//
+// During a watch-list's initial state, the same one scan also finds the ADDED frames whose
+// object the store holds at the same resourceVersion: such a frame is read only as far as its
+// object's metadata, neither the WatchEvent nor its object is decoded, and the event goes on
+// with its Key and ResourceVersion and no Object (docs/semantics.md, "Relists"). Each frame is
+// scanned once, whatever it is used for.
 
-// directFrames decodes what its scan vouches for without decoding a WatchEvent, and everything
-// else with d.
-type directFrames struct {
-	d    runtime.Decoder
-	scan func(frame []byte) (typ, raw []byte, ok bool)
+// frameFormat is how the watch frames of one wire format are read.
+type frameFormat struct {
+	// decode decodes a frame into a metav1.WatchEvent with its object left raw: the general
+	// way, for every frame scan does not vouch for.
+	decode runtime.Decoder
+	// scan reads a frame as far as its type and its object's bytes; ok only when it vouches
+	// for both (each once, well framed).
+	scan func(frame []byte) (typ, object []byte, ok bool)
+	// meta reads the namespace, name and resourceVersion of an object scan found.
+	meta func(object []byte) (itemMeta, bool)
+	// direct: the object scan finds is the bytes decode would leave raw, so that a built-in
+	// decoder may read it without the WatchEvent decode.
+	direct bool
 }
 
-// directly wraps the frame decoder d when the transport's decoder is a built-in one.
-func (t *Transport) directly(d runtime.Decoder, scan func([]byte) (typ, raw []byte, ok bool)) runtime.Decoder {
-	if _, builtin := t.cfg.Decoder.(heldListStreamDecoder); !builtin {
-		return d
+// addedMeta is the object's metadata of an ADDED frame.
+func (f frameFormat) addedMeta(frame []byte) (itemMeta, bool) {
+	typ, object, ok := f.scan(frame)
+	if !ok || string(typ) != "ADDED" {
+		return itemMeta{}, false
 	}
-	return directFrames{d: d, scan: scan}
+	return f.meta(object)
 }
 
-func (f directFrames) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	if we, ok := into.(*metav1.WatchEvent); ok {
-		if typ, raw, ok := f.scan(data); ok {
-			if t, known := watchEventType(typ); known {
-				we.Type, we.Object.Raw = t, raw
+var (
+	jsonFrames     = frameFormat{decode: watchEventDecoder{}, scan: jsonWatchEvent, meta: scanJSONMeta, direct: true}
+	protobufFrames = frameFormat{decode: protobufWatchEventDecoder{}, scan: scanProtobufWatchEvent, meta: protobufEmbeddedMeta, direct: true}
+	cborFrames     = frameFormat{decode: cborWatchEventDecoder{}, scan: scanCBORWatchFrame, meta: scanCBORMeta}
+)
+
+// initialSkip leaves undecoded the ADDED frames of a watch-list's initial state whose object
+// the store holds at the same resourceVersion. It ends with the bookmark that ends the initial
+// state: the watch's own ADDED events are always decoded. A nil *initialSkip skips nothing.
+type initialSkip struct {
+	held  func(namespace, name string) (string, bool)
+	ended bool
+	// kept is the frame the decoder just left undecoded, when has is set.
+	kept struct{ key, rv string }
+	has  bool
+}
+
+func (s *initialSkip) active() bool { return s != nil && !s.ended }
+
+// take returns the frame the decoder left undecoded, if it did.
+func (s *initialSkip) take() (kept struct{ key, rv string }, ok bool) {
+	if s == nil || !s.has {
+		return kept, false
+	}
+	s.has = false
+	return s.kept, true
+}
+
+// seen follows the stream: the initial state's end ends the skipping.
+func (s *initialSkip) seen(e *fsm.Event) {
+	if s != nil && e.Type == fsm.Bookmark && e.InitialEventsEnd {
+		s.ended = true
+	}
+}
+
+// frames is the frame decoder of a watch stream in format f: it scans each frame once, when
+// it may use the scan — to hand its object over directly (a built-in decoder) or to leave an
+// unchanged ADDED frame undecoded (skip) — and decodes everything else with f.decode.
+func (t *Transport) frames(f frameFormat, skip *initialSkip) runtime.Decoder {
+	_, builtin := t.cfg.Decoder.(heldListStreamDecoder)
+	direct := builtin && f.direct
+	if !direct && skip == nil {
+		return f.decode
+	}
+	return watchFrames{f: f, direct: direct, skip: skip}
+}
+
+type watchFrames struct {
+	f      frameFormat
+	direct bool
+	skip   *initialSkip
+}
+
+func (w watchFrames) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if we, ok := into.(*metav1.WatchEvent); ok && (w.direct || w.skip.active()) {
+		if typ, object, ok := w.f.scan(data); ok {
+			if s := w.skip; s.active() && string(typ) == "ADDED" {
+				if m, ok := w.f.meta(object); ok {
+					if key, rv, ok := unchanged(s.held, m); ok {
+						s.kept.key, s.kept.rv, s.has = key, rv, true
+						return into, nil, nil
+					}
+				}
+			}
+			if t, known := watchEventType(typ); known && w.direct {
+				we.Type, we.Object.Raw = t, object
 				return we, nil, nil
 			}
 		}
 	}
-	return f.d.Decode(data, defaults, into)
+	return w.f.decode.Decode(data, defaults, into)
 }
 
 // watchEventType is the type of a watch event, as the constant string (no allocation).
