@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
@@ -30,10 +29,6 @@ import (
 // out to differ fails. An item that needs the list's kind before it is known is held,
 // undecoded, until the end of the body, as in a JSON list.
 
-// cborMaxNesting bounds how deep the reader follows arrays, maps and tags, so that a hostile
-// body cannot exhaust the stack; apimachinery's decoder allows 64 levels.
-const cborMaxNesting = 64
-
 // cborList is what a CBOR list says about itself.
 type cborList struct {
 	apiVersion, kind      string
@@ -44,7 +39,7 @@ type cborList struct {
 // decoded, in order. asked is the apiVersion the request asked for ("" if unknown).
 // Items the store holds unchanged (h) are handed to h undecoded.
 func streamCBORList(body io.Reader, asked string, h *heldItems, item func(any) error) (*cborList, error) {
-	r := &cborReader{r: bufio.NewReaderSize(body, 32<<10)}
+	r := newCBORReader(body)
 	if err := r.skipSelfDescribed(); err != nil {
 		return nil, err
 	}
@@ -215,25 +210,17 @@ func writeCBORHead(b *bytes.Buffer, major byte, n uint64) {
 	}
 }
 
-// CBOR's major types (RFC 8949, section 3.1).
-const (
-	cborUint byte = iota
-	cborNegInt
-	cborBytes
-	cborText
-	cborArray
-	cborMap
-	cborTag
-	cborSimple
-)
-
-const cborBreak = 0xff
-
 // cborReader reads CBOR data items from a stream, copying each one's bytes; it checks that
-// they are well formed, not what they mean.
+// they are well formed (cbor_walk.go), not what they mean.
 type cborReader struct {
-	r        *bufio.Reader
-	argBytes [8]byte
+	r       *bufio.Reader
+	w       cborWalker // on r
+	scratch [9]byte    // where header's head goes: read, not kept
+}
+
+func newCBORReader(body io.Reader) *cborReader {
+	r := bufio.NewReaderSize(body, 32<<10)
+	return &cborReader{r: r, w: cborWalker{r: r}}
 }
 
 // skipSelfDescribed skips the self-described CBOR tag (55799) that kube-apiserver writes first.
@@ -253,24 +240,18 @@ func (c *cborReader) skipSelfDescribed() error {
 // entries for a map, elements for an array; -1 for an indefinite length. A null counts as an
 // empty array or map, as apimachinery reads it.
 func (c *cborReader) header(major byte) (int, error) {
-	ib, err := c.r.ReadByte()
-	if err != nil {
-		return 0, unexpectedEOF(err)
-	}
-	if ib == cborSimple<<5|22 { // null
-		return 0, nil
-	}
-	if ib>>5 != major {
-		return 0, fmt.Errorf("is CBOR major type %d, not %d", ib>>5, major)
-	}
-	if ib&0x1f == 31 {
-		return -1, nil
-	}
-	n, err := c.argument(ib)
-	if err != nil {
+	c.w.buf = c.scratch[:0]
+	got, ai, n, err := c.w.head()
+	switch {
+	case err != nil:
 		return 0, err
-	}
-	if n > math.MaxInt32 {
+	case got == cborSimple && ai == 22: // null
+		return 0, nil
+	case got != major:
+		return 0, fmt.Errorf("is CBOR major type %d, not %d", got, major)
+	case ai == 31:
+		return -1, nil
+	case n > math.MaxInt32:
 		return 0, fmt.Errorf("a CBOR length of %d", n)
 	}
 	return int(n), nil
@@ -329,132 +310,8 @@ func (c *cborReader) end() error {
 
 // item appends the bytes of the next whole data item to buf.
 func (c *cborReader) item(buf []byte, depth int) ([]byte, error) {
-	if depth > cborMaxNesting {
-		return buf, fmt.Errorf("CBOR nested deeper than %d levels", cborMaxNesting)
-	}
-	ib, err := c.r.ReadByte()
-	if err != nil {
-		return buf, unexpectedEOF(err)
-	}
-	buf = append(buf, ib)
-	major, ai := ib>>5, ib&0x1f
-	if ai == 31 {
-		return c.indefinite(buf, major, depth)
-	}
-	n, err := c.argument(ib)
-	if err != nil {
-		return buf, err
-	}
-	buf = append(buf, c.argBytes[:argumentSize(ai)]...)
-	switch major {
-	case cborBytes, cborText:
-		return c.copyN(buf, n)
-	case cborArray, cborMap:
-		count := n
-		if major == cborMap {
-			if count > math.MaxUint64/2 {
-				return buf, fmt.Errorf("a CBOR map of %d entries", n)
-			}
-			count *= 2
-		}
-		for range count {
-			if buf, err = c.item(buf, depth+1); err != nil {
-				return buf, err
-			}
-		}
-	case cborTag:
-		return c.item(buf, depth+1)
-	}
-	return buf, nil
-}
-
-// indefinite appends an indefinite-length item whose initial byte is already in buf.
-func (c *cborReader) indefinite(buf []byte, major byte, depth int) ([]byte, error) {
-	switch major {
-	case cborBytes, cborText, cborArray, cborMap:
-	case cborSimple:
-		return buf, errors.New("a CBOR break outside an indefinite-length item")
-	default:
-		return buf, fmt.Errorf("CBOR major type %d cannot have an indefinite length", major)
-	}
-	for i := 0; ; i++ {
-		end, err := c.atBreak()
-		if err != nil {
-			return buf, err
-		}
-		if end {
-			if major == cborMap && i%2 == 1 {
-				return buf, errors.New("CBOR map ends between a key and its value")
-			}
-			return append(buf, cborBreak), nil
-		}
-		if major == cborBytes || major == cborText {
-			// Chunks of a string are definite strings of the same type.
-			if b, _ := c.r.Peek(1); len(b) == 1 && (b[0]>>5 != major || b[0]&0x1f == 31) {
-				return buf, errors.New("a chunk of an indefinite CBOR string is not a definite string of its type")
-			}
-		}
-		if buf, err = c.item(buf, depth+1); err != nil {
-			return buf, err
-		}
-	}
-}
-
-// argument reads the argument of an initial byte (RFC 8949, section 3) into c.argBytes and
-// returns its value; for a simple value or float it is the value's bits.
-func (c *cborReader) argument(ib byte) (uint64, error) {
-	ai := ib & 0x1f
-	if ai < 24 {
-		return uint64(ai), nil
-	}
-	size := argumentSize(ai)
-	if size == 0 {
-		return 0, fmt.Errorf("malformed CBOR: additional information %d", ai)
-	}
-	if _, err := io.ReadFull(c.r, c.argBytes[:size]); err != nil {
-		return 0, unexpectedEOF(err)
-	}
-	var n uint64
-	for _, b := range c.argBytes[:size] {
-		n = n<<8 | uint64(b)
-	}
-	return n, nil
-}
-
-// argumentSize is how many bytes follow an initial byte's additional information ai: 0 for
-// a value in ai itself, or for the reserved 28–30.
-func argumentSize(ai byte) int {
-	switch ai {
-	case 24:
-		return 1
-	case 25:
-		return 2
-	case 26:
-		return 4
-	case 27:
-		return 8
-	}
-	return 0
-}
-
-// copyN appends the next n bytes, reading them in chunks so that a hostile length cannot make
-// it allocate more than the body holds.
-func (c *cborReader) copyN(buf []byte, n uint64) ([]byte, error) {
-	for n > 0 {
-		chunk := int(min(n, 64<<10))
-		start := len(buf)
-		buf = slices.Grow(buf, chunk)[:start+chunk]
-		if _, err := io.ReadFull(c.r, buf[start:]); err != nil {
-			return buf, unexpectedEOF(err)
-		}
-		n -= uint64(chunk)
-	}
-	return buf, nil
-}
-
-func unexpectedEOF(err error) error {
-	if errors.Is(err, io.EOF) {
-		return io.ErrUnexpectedEOF
-	}
-	return err
+	c.w.buf = buf
+	err := c.w.walk(depth)
+	buf, c.w.buf = c.w.buf, nil
+	return buf, err
 }

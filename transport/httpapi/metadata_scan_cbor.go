@@ -133,59 +133,12 @@ func cborHeadAt(b []byte, i int) (major byte, arg uint64, next int, ok bool) {
 	return major, arg, i + size, true
 }
 
-// cborSkip is the offset after the data item at b[i], indefinite lengths included; depth
-// bounds the nesting as the stream reader does.
+// cborSkip is the offset after the data item at b[i], indefinite lengths included, as the
+// stream reader walks it (cbor_walk.go); depth is how deep the item is.
 func cborSkip(b []byte, i, depth int) (int, bool) {
-	if depth > cborMaxNesting || i >= len(b) {
+	w := cborWalker{b: b, i: i}
+	if err := w.walk(depth); err != nil {
 		return 0, false
 	}
-	if ai := b[i] & 0x1f; ai == 31 {
-		major := b[i] >> 5
-		if major < cborBytes || major > cborMap {
-			return 0, false
-		}
-		i++
-		for k := 0; ; k++ {
-			if i >= len(b) {
-				return 0, false
-			}
-			if b[i] == cborBreak {
-				return i + 1, major != cborMap || k%2 == 0
-			}
-			if (major == cborBytes || major == cborText) && (b[i]>>5 != major || b[i]&0x1f == 31) {
-				return 0, false // a string's chunks are definite strings of its type
-			}
-			var ok bool
-			if i, ok = cborSkip(b, i, depth+1); !ok {
-				return 0, false
-			}
-		}
-	}
-	major, n, i, ok := cborHeadAt(b, i)
-	if !ok {
-		return 0, false
-	}
-	switch major {
-	case cborBytes, cborText:
-		if n > uint64(len(b)-i) {
-			return 0, false
-		}
-		return i + int(n), true
-	case cborArray, cborMap:
-		if n > uint64(len(b)-i) { // every element takes at least a byte
-			return 0, false
-		}
-		if major == cborMap {
-			n *= 2
-		}
-		for range n {
-			if i, ok = cborSkip(b, i, depth+1); !ok {
-				return 0, false
-			}
-		}
-		return i, true
-	case cborTag:
-		return cborSkip(b, i, depth+1)
-	}
-	return i, true
+	return w.i, true
 }
