@@ -34,7 +34,7 @@ type Decoder interface {
 func Unstructured() Decoder { return unstructuredDecoder{} }
 
 // unstructuredDecoder's apiVersion is the group and version the transport asks for, which the
-// items of a CBOR list take when the list's own apiVersion comes after them (list_cbor.go).
+// items of a CBOR list take when the list's own apiVersion comes after them (cbor_list.go).
 type unstructuredDecoder struct{ apiVersion string }
 
 func (unstructuredDecoder) MediaTypes() []string { return []string{MediaCBOR, MediaJSON} }

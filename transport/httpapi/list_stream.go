@@ -33,7 +33,7 @@ var (
 )
 
 // heldItems is what lets a LIST leave undecoded the items the store holds unchanged
-// (metadata_scan.go): the store's query, and where such an item goes instead of being decoded.
+// (wire.go, json_scan.go, protobuf_scan.go, cbor_scan.go): the store's query, and where such an item goes instead of being decoded.
 // A nil *heldItems decodes every item.
 type heldItems struct {
 	held func(namespace, name string) (string, bool)

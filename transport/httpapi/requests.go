@@ -9,8 +9,6 @@ import (
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/util/framer"
@@ -293,54 +291,7 @@ func (t *Transport) frameEvent(we *metav1.WatchEvent, media string, request uint
 	return e, true
 }
 
-// watchEventDecoder decodes a frame into metav1.WatchEvent, leaving the object raw so the
-// configured Decoder can read it.
-type watchEventDecoder struct{}
-
-func (watchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	we, ok := into.(*metav1.WatchEvent)
-	if !ok {
-		return nil, nil, fmt.Errorf("watch frames decode into *metav1.WatchEvent, not %T", into)
-	}
-	if err := jsonUnmarshalStrictCase(data, we); err != nil {
-		// Marked here, where it is known to be about the bytes: sigs.k8s.io/json's syntax
-		// errors are its own types, which a caller cannot match.
-		return nil, nil, &fsm.DecodeError{Err: err}
-	}
-	return we, nil, nil
-}
-
 type readCloser struct {
 	io.Reader
 	io.Closer
-}
-
-// protobufWatchEventDecoder decodes a length-delimited frame into metav1.WatchEvent with its
-// generated protobuf code, leaving the object raw for the configured Decoder.
-type protobufWatchEventDecoder struct{}
-
-func (protobufWatchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	we, ok := into.(*metav1.WatchEvent)
-	if !ok {
-		return nil, nil, fmt.Errorf("watch frames decode into *metav1.WatchEvent, not %T", into)
-	}
-	if err := we.Unmarshal(data); err != nil {
-		return nil, nil, &fsm.DecodeError{Err: fmt.Errorf("protobuf watch frame: %w", err)}
-	}
-	return we, nil, nil
-}
-
-// cborWatchEventDecoder decodes one item of a CBOR sequence into metav1.WatchEvent, leaving the
-// object raw for the configured Decoder.
-type cborWatchEventDecoder struct{}
-
-func (cborWatchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	we, ok := into.(*metav1.WatchEvent)
-	if !ok {
-		return nil, nil, fmt.Errorf("watch frames decode into *metav1.WatchEvent, not %T", into)
-	}
-	if _, _, err := wireCBORStream.Decode(data, nil, we); err != nil {
-		return nil, nil, &fsm.DecodeError{Err: fmt.Errorf("CBOR watch frame: %w", err)}
-	}
-	return we, nil, nil
 }

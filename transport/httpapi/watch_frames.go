@@ -11,7 +11,7 @@ import (
 // A watch frame is a metav1.WatchEvent whose object is a body of its own. Decoding the frame
 // into a WatchEvent copies the object's bytes out of the frame, and the object is then decoded
 // from the copy: every frame's object is read twice and held twice. For the built-in decoders
-// the frame is instead read only as far as its type and its object's span (metadata_scan.go),
+// the frame is instead read only as far as its type and its object's span (wire.go, json_scan.go, protobuf_scan.go, cbor_scan.go),
 // and the object is decoded straight from the frame's buffer: once. That is safe because the
 // object is decoded before the next frame is read into the buffer, and the built-in decoders
 // copy whatever they keep (generated protobuf code, encoding/json and sigs.k8s.io/json all do).
@@ -49,12 +49,6 @@ func (f frameFormat) addedMeta(frame []byte) (itemMeta, bool) {
 	}
 	return f.meta(object)
 }
-
-var (
-	jsonFrames     = frameFormat{decode: watchEventDecoder{}, scan: jsonWatchEvent, meta: scanJSONMeta, direct: true}
-	protobufFrames = frameFormat{decode: protobufWatchEventDecoder{}, scan: scanProtobufWatchEvent, meta: protobufEmbeddedMeta, direct: true}
-	cborFrames     = frameFormat{decode: cborWatchEventDecoder{}, scan: scanCBORWatchFrame, meta: scanCBORMeta}
-)
 
 // initialSkip leaves undecoded the ADDED frames of a watch-list's initial state whose object
 // the store holds at the same resourceVersion. It ends with the bookmark that ends the initial
@@ -138,14 +132,4 @@ func watchEventType(b []byte) (string, bool) {
 		return "ERROR", true
 	}
 	return "", false
-}
-
-// jsonWatchEvent is a JSON frame's type and object span; an object that is null is left to
-// the WatchEvent decode, which makes it no object at all.
-func jsonWatchEvent(frame []byte) (typ, raw []byte, ok bool) {
-	typ, raw, ok = scanJSONWatchFrame(frame)
-	if !ok || string(raw) == "null" {
-		return nil, nil, false
-	}
-	return typ, raw, true
 }

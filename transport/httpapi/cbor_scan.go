@@ -2,7 +2,7 @@ package httpapi
 
 import "bytes"
 
-// The CBOR side of metadata_scan.go: an item's namespace, name and resourceVersion read from
+// The CBOR side of the metadata scan (wire.go): an item's namespace, name and resourceVersion read from
 // its bytes without decoding or allocating, so that a relist leaves undecoded what the store
 // holds unchanged. apimachinery writes strings, map keys included, as CBOR byte strings and
 // reads text strings alike, so both are accepted. Only what is plainly one object is vouched

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kjson "sigs.k8s.io/json"
 )
 
 // A JSON LIST body is read with encoding/json's Decoder token API: the list's own fields are
@@ -154,4 +155,10 @@ func expectDelim(dec *json.Decoder, want json.Delim) error {
 		return fmt.Errorf("expected %v, found %v", want, tok)
 	}
 	return nil
+}
+
+// jsonUnmarshalStrictCase decodes the way apimachinery's serializers do: case-sensitive keys,
+// so that "Type" and "type" are not confused.
+func jsonUnmarshalStrictCase(data []byte, v any) error {
+	return kjson.UnmarshalCaseSensitivePreserveInts(data, v)
 }

@@ -1,0 +1,31 @@
+package httpapi
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// cborFrames reads the frames of a CBOR watch stream, a CBOR sequence of metav1.WatchEvent.
+// Its frames are always decoded into a WatchEvent: the object scanCBORWatchFrame finds is used
+// only for its metadata.
+var cborFrames = frameFormat{decode: cborWatchEventDecoder{}, scan: scanCBORWatchFrame, meta: scanCBORMeta}
+
+// cborWatchEventDecoder decodes one item of a CBOR sequence into metav1.WatchEvent, leaving the
+// object raw for the configured Decoder.
+type cborWatchEventDecoder struct{}
+
+func (cborWatchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	we, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return nil, nil, fmt.Errorf("watch frames decode into *metav1.WatchEvent, not %T", into)
+	}
+	if _, _, err := wireCBORStream.Decode(data, nil, we); err != nil {
+		return nil, nil, &fsm.DecodeError{Err: fmt.Errorf("CBOR watch frame: %w", err)}
+	}
+	return we, nil, nil
+}

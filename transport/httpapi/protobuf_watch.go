@@ -1,0 +1,30 @@
+package httpapi
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// protobufFrames reads the frames of a protobuf watch stream: length-delimited frames, each a
+// metav1.WatchEvent whose object is a protobuf body of its own.
+var protobufFrames = frameFormat{decode: protobufWatchEventDecoder{}, scan: scanProtobufWatchEvent, meta: protobufEmbeddedMeta, direct: true}
+
+// protobufWatchEventDecoder decodes a length-delimited frame into metav1.WatchEvent with its
+// generated protobuf code, leaving the object raw for the configured Decoder.
+type protobufWatchEventDecoder struct{}
+
+func (protobufWatchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	we, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return nil, nil, fmt.Errorf("watch frames decode into *metav1.WatchEvent, not %T", into)
+	}
+	if err := we.Unmarshal(data); err != nil {
+		return nil, nil, &fsm.DecodeError{Err: fmt.Errorf("protobuf watch frame: %w", err)}
+	}
+	return we, nil, nil
+}
