@@ -12,6 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/cborwire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/jsonwire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/pbwire"
 )
 
 // Decoder turns response bodies into objects. A LIST's items come back as objects of their own,
@@ -34,7 +38,7 @@ type Decoder interface {
 func Unstructured() Decoder { return unstructuredDecoder{} }
 
 // unstructuredDecoder's apiVersion is the group and version the transport asks for, which the
-// items of a CBOR list take when the list's own apiVersion comes after them (cbor_list.go).
+// items of a CBOR list take when the list's own apiVersion comes after them (cborwire.StreamList).
 type unstructuredDecoder struct{ apiVersion string }
 
 func (unstructuredDecoder) MediaTypes() []string { return []string{MediaCBOR, MediaJSON} }
@@ -73,7 +77,7 @@ func decodeUnstructured(mediaType string, raw []byte, into interface {
 		return err
 	}
 	if mediaType == MediaCBOR {
-		return decodeCBOR(raw, into)
+		return cborwire.Decode(raw, into)
 	}
 	return into.UnmarshalJSON(raw)
 }
@@ -110,7 +114,7 @@ func (t typedDecoder) decode(mediaType string, raw []byte) (runtime.Object, erro
 	if err := only(mediaType, MediaProtobuf, MediaJSON); err != nil {
 		return nil, err
 	}
-	if isProtobuf := bytes.HasPrefix(raw, protobufMagic); isProtobuf != (mediaType == MediaProtobuf) {
+	if isProtobuf := bytes.HasPrefix(raw, pbwire.Magic); isProtobuf != (mediaType == MediaProtobuf) {
 		return nil, fmt.Errorf("the body is not %s", mediaType)
 	}
 	obj, _, err := t.d.Decode(raw, nil, nil)
@@ -193,9 +197,9 @@ func decodeMetadata(mediaType string, raw []byte, into runtime.Object) error {
 		return err
 	}
 	if mediaType == MediaProtobuf {
-		return decodeWireProtobuf(raw, into)
+		return pbwire.Decode(raw, into)
 	}
-	return jsonUnmarshalStrictCase(raw, into)
+	return jsonwire.UnmarshalCaseSensitive(raw, into)
 }
 
 // ErrFrameTooLarge ends a watch stream whose frame grows past Config.MaxFrameBytes.

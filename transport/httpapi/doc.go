@@ -4,7 +4,9 @@
 // transport it reports facts and decides nothing; what a failure means is package transitions'
 // business (docs/semantics.md).
 //
-// Each wire format is one file set behind one frameFormat (watch_frames.go): json_*.go,
-// protobuf*.go, cbor*.go — its LIST stream, its metadata scan, its watch frames and its
-// decode (wire.go says which file is which). A new format is a new set and its frameFormat.
+// Each wire format is a package of its own under internal/wire — jsonwire, pbwire, cborwire —
+// with the same parts: its LIST stream (StreamList), its metadata scan (ScanMeta), its watch
+// frames (a wire.Frames) and its decode. What they share is package wire. A new format is a
+// new package with those parts and a case where the transport picks a format by media type
+// (decodeStream and the decoders' decodeListStreamHeld).
 package httpapi

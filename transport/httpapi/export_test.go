@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rewatch/rewatch/fsm"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 
 // DecodeStreamForTest exposes the JSON frame decoder to the fuzz target.
@@ -111,7 +113,7 @@ func DecodeListHeldForTest(decoder, mediaType string, body []byte, held func(nam
 	case "metadata":
 		d = metadataDecoder{}
 	}
-	h := &heldItems{held: held, kept: func(key, rv string) error {
+	h := &wire.Held{Versions: held, Kept: func(key, rv string) error {
 		items = append(items, HeldItemForTest{Key: key, RV: rv})
 		return nil
 	}}

@@ -12,6 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/cborwire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/jsonwire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/pbwire"
 )
 
 // ListStreamDecoder is a Decoder that reads a LIST body as it arrives, one item at a time, so
@@ -32,61 +37,15 @@ var (
 	_ ListStreamDecoder = unstructuredDecoder{}
 )
 
-// heldItems is what lets a LIST leave undecoded the items the store holds unchanged
-// (wire.go, json_scan.go, protobuf_scan.go, cbor_scan.go): the store's query, and where such an item goes instead of being decoded.
-// A nil *heldItems decodes every item.
-type heldItems struct {
-	held func(namespace, name string) (string, bool)
-	kept func(key, resourceVersion string) error
-}
-
-// keepJSON hands the JSON item raw to kept, undecoded, when the store holds it unchanged.
-func (h *heldItems) keepJSON(raw []byte) (bool, error) {
-	if h == nil {
-		return false, nil
-	}
-	return h.keep(scanJSONMeta(raw))
-}
-
-// keepCBOR does the same for the CBOR item raw.
-func (h *heldItems) keepCBOR(raw []byte) (bool, error) {
-	if h == nil {
-		return false, nil
-	}
-	return h.keep(scanCBORMeta(raw))
-}
-
-// keepProtobuf does the same for the protobuf object message b, whose ObjectMeta is field
-// metaField.
-func (h *heldItems) keepProtobuf(b []byte, metaField fieldNumber) (bool, error) {
-	if h == nil {
-		return false, nil
-	}
-	return h.keep(scanProtobufMeta(b, metaField))
-}
-
-// keep hands the item whose metadata a scan read (scanned: it could vouch for it) to kept
-// when the store holds it unchanged.
-func (h *heldItems) keep(m itemMeta, scanned bool) (bool, error) {
-	if !scanned {
-		return false, nil
-	}
-	key, rv, ok := unchanged(h.held, m)
-	if !ok {
-		return false, nil
-	}
-	return true, h.kept(key, rv)
-}
-
 // heldListStreamDecoder is a built-in decoder: one that can leave unchanged items undecoded.
 // A Decoder of the caller's own decodes every item: what it makes of an item is its own.
 type heldListStreamDecoder interface {
-	decodeListStreamHeld(mediaType string, body io.Reader, h *heldItems, item func(any) error) (string, string, error)
+	decodeListStreamHeld(mediaType string, body io.Reader, h *wire.Held, item func(any) error) (string, string, error)
 }
 
 // decodeListStream decodes a LIST body with d, item by item when d can, leaving undecoded
 // what h says the store holds unchanged when d is a built-in decoder.
-func decodeListStream(d Decoder, mediaType string, body io.Reader, h *heldItems, item func(any) error) (string, string, error) {
+func decodeListStream(d Decoder, mediaType string, body io.Reader, h *wire.Held, item func(any) error) (string, string, error) {
 	if hd, ok := d.(heldListStreamDecoder); ok {
 		return hd.decodeListStreamHeld(mediaType, body, h, item)
 	}
@@ -143,22 +102,22 @@ func (t typedDecoder) DecodeListStream(mediaType string, body io.Reader, item fu
 	return t.decodeListStreamHeld(mediaType, body, nil, item)
 }
 
-func (t typedDecoder) decodeListStreamHeld(mediaType string, body io.Reader, h *heldItems, item func(any) error) (string, string, error) {
+func (t typedDecoder) decodeListStreamHeld(mediaType string, body io.Reader, h *wire.Held, item func(any) error) (string, string, error) {
 	switch mediaType {
 	case MediaProtobuf:
-		rv, cont, rest, err := streamProtobufList(t.scheme, body, h, item)
-		if !errors.Is(err, errNotStreamable) {
+		rv, cont, rest, err := pbwire.StreamList(t.scheme, body, h, item)
+		if !errors.Is(err, pbwire.ErrNotStreamable) {
 			return rv, cont, err
 		}
 		return decodeWholeBody(wholeListDecoder{t}, mediaType, rest, item)
 	case MediaJSON:
 		var items jsonItemType
-		l, err := streamJSONList(body, func(l *jsonList, raw []byte) error {
+		l, err := jsonwire.StreamList(body, func(l *jsonwire.List, raw []byte) error {
 			// The list's kind is checked whether or not the item is decoded.
 			if _, err := items.resolve(t, l); err != nil {
 				return err
 			}
-			if kept, err := h.keepJSON(raw); kept || err != nil {
+			if kept, err := h.Keep(jsonwire.ScanMeta(raw)); kept || err != nil {
 				return err
 			}
 			obj, err := items.decode(t, l, raw)
@@ -170,7 +129,7 @@ func (t typedDecoder) decodeListStreamHeld(mediaType string, body io.Reader, h *
 		if err != nil {
 			return "", "", err
 		}
-		return l.meta.ResourceVersion, l.meta.Continue, nil
+		return l.Meta.ResourceVersion, l.Meta.Continue, nil
 	}
 	return "", "", only(mediaType, MediaProtobuf, MediaJSON)
 }
@@ -184,20 +143,20 @@ type jsonItemType struct {
 	err              error
 }
 
-func (j *jsonItemType) resolve(t typedDecoder, l *jsonList) (reflect.Type, error) {
-	if !j.resolved || j.apiVersion != l.apiVersion || j.kind != l.kind {
-		j.resolved, j.apiVersion, j.kind = true, l.apiVersion, l.kind
+func (j *jsonItemType) resolve(t typedDecoder, l *jsonwire.List) (reflect.Type, error) {
+	if !j.resolved || j.apiVersion != l.APIVersion || j.kind != l.Kind {
+		j.resolved, j.apiVersion, j.kind = true, l.APIVersion, l.Kind
 		j.typ, j.err = t.jsonItemType(l)
 	}
 	return j.typ, j.err
 }
 
-func (t typedDecoder) jsonItemType(l *jsonList) (reflect.Type, error) {
-	gv, err := schema.ParseGroupVersion(l.apiVersion)
+func (t typedDecoder) jsonItemType(l *jsonwire.List) (reflect.Type, error) {
+	gv, err := schema.ParseGroupVersion(l.APIVersion)
 	if err != nil {
 		return nil, err
 	}
-	list, err := t.scheme.New(gv.WithKind(l.kind))
+	list, err := t.scheme.New(gv.WithKind(l.Kind))
 	if err != nil {
 		return nil, err
 	}
@@ -210,13 +169,13 @@ func (t typedDecoder) jsonItemType(l *jsonList) (reflect.Type, error) {
 
 // decode decodes one item of a typed JSON list into the list type's item type, as decoding
 // the whole list and copying its items out would.
-func (j *jsonItemType) decode(t typedDecoder, l *jsonList, raw []byte) (any, error) {
+func (j *jsonItemType) decode(t typedDecoder, l *jsonwire.List, raw []byte) (any, error) {
 	typ, err := j.resolve(t, l)
 	if err != nil {
 		return nil, err
 	}
 	obj := reflect.New(typ).Interface()
-	if err := jsonUnmarshalStrictCase(raw, obj); err != nil {
+	if err := jsonwire.UnmarshalCaseSensitive(raw, obj); err != nil {
 		return nil, err
 	}
 	if ext, ok := obj.(*runtime.RawExtension); ok {
@@ -260,21 +219,21 @@ func (d metadataDecoder) DecodeListStream(mediaType string, body io.Reader, item
 	return d.decodeListStreamHeld(mediaType, body, nil, item)
 }
 
-func (metadataDecoder) decodeListStreamHeld(mediaType string, body io.Reader, h *heldItems, item func(any) error) (string, string, error) {
+func (metadataDecoder) decodeListStreamHeld(mediaType string, body io.Reader, h *wire.Held, item func(any) error) (string, string, error) {
 	switch mediaType {
 	case MediaProtobuf:
-		rv, cont, rest, err := streamProtobufList(wireScheme, body, h, item)
-		if !errors.Is(err, errNotStreamable) {
+		rv, cont, rest, err := pbwire.StreamList(wire.Scheme, body, h, item)
+		if !errors.Is(err, pbwire.ErrNotStreamable) {
 			return rv, cont, err
 		}
 		return decodeWholeBody(wholeMetadataDecoder{}, mediaType, rest, item)
 	case MediaJSON:
-		l, err := streamJSONList(body, func(_ *jsonList, raw []byte) error {
-			if kept, err := h.keepJSON(raw); kept || err != nil {
+		l, err := jsonwire.StreamList(body, func(_ *jsonwire.List, raw []byte) error {
+			if kept, err := h.Keep(jsonwire.ScanMeta(raw)); kept || err != nil {
 				return err
 			}
 			m := &metav1.PartialObjectMetadata{}
-			if err := jsonUnmarshalStrictCase(raw, m); err != nil {
+			if err := jsonwire.UnmarshalCaseSensitive(raw, m); err != nil {
 				return err
 			}
 			return item(m)
@@ -282,7 +241,7 @@ func (metadataDecoder) decodeListStreamHeld(mediaType string, body io.Reader, h 
 		if err != nil {
 			return "", "", err
 		}
-		return l.meta.ResourceVersion, l.meta.Continue, nil
+		return l.Meta.ResourceVersion, l.Meta.Continue, nil
 	}
 	return "", "", only(mediaType, MediaProtobuf, MediaJSON)
 }
@@ -298,19 +257,19 @@ func (d unstructuredDecoder) DecodeListStream(mediaType string, body io.Reader, 
 	return d.decodeListStreamHeld(mediaType, body, nil, item)
 }
 
-func (d unstructuredDecoder) decodeListStreamHeld(mediaType string, body io.Reader, h *heldItems, item func(any) error) (string, string, error) {
+func (d unstructuredDecoder) decodeListStreamHeld(mediaType string, body io.Reader, h *wire.Held, item func(any) error) (string, string, error) {
 	if err := only(mediaType, MediaCBOR, MediaJSON); err != nil {
 		return "", "", err
 	}
 	if mediaType == MediaCBOR {
-		l, err := streamCBORList(body, d.apiVersion, h, item)
+		l, err := cborwire.StreamList(body, d.apiVersion, h, item)
 		if err != nil {
 			return "", "", err
 		}
-		return l.resourceVersion, l.cont, nil
+		return l.ResourceVersion, l.Continue, nil
 	}
-	l, err := streamJSONList(body, func(l *jsonList, raw []byte) error {
-		if kept, err := h.keepJSON(raw); kept || err != nil {
+	l, err := jsonwire.StreamList(body, func(l *jsonwire.List, raw []byte) error {
+		if kept, err := h.Keep(jsonwire.ScanMeta(raw)); kept || err != nil {
 			return err
 		}
 		obj, err := decodeUnstructuredItem(l, raw)
@@ -319,27 +278,27 @@ func (d unstructuredDecoder) decodeListStreamHeld(mediaType string, body io.Read
 		}
 		return item(obj)
 	})
-	if err == nil && l.kind == "" {
+	if err == nil && l.Kind == "" {
 		err = errors.New("Object 'Kind' is missing in the list")
 	}
 	if err != nil {
 		return "", "", err
 	}
-	return l.meta.ResourceVersion, l.meta.Continue, nil
+	return l.Meta.ResourceVersion, l.Meta.Continue, nil
 }
 
 // decodeUnstructuredItem decodes one item of a JSON list as apimachinery's UnstructuredList
 // does: numbers as int64 where they are integers, and an item without kind and apiVersion (a
 // built-in type's list leaves them out) given the list's, with "List" cut from the kind.
-func decodeUnstructuredItem(l *jsonList, raw []byte) (*unstructured.Unstructured, error) {
+func decodeUnstructuredItem(l *jsonwire.List, raw []byte) (*unstructured.Unstructured, error) {
 	m := map[string]any{}
 	if err := utiljson.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
 	u := &unstructured.Unstructured{Object: m}
 	if u.GetKind() == "" && u.GetAPIVersion() == "" {
-		u.SetKind(strings.TrimSuffix(l.kind, "List"))
-		u.SetAPIVersion(l.apiVersion)
+		u.SetKind(strings.TrimSuffix(l.Kind, "List"))
+		u.SetAPIVersion(l.APIVersion)
 	}
 	return u, nil
 }

@@ -15,6 +15,11 @@ import (
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/transport"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/cborwire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/jsonwire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/pbwire"
 )
 
 func (t *Transport) get(ctx context.Context, c *fsm.Command) (*http.Response, error) {
@@ -92,9 +97,9 @@ func (t *Transport) list(ctx context.Context, c *fsm.Command, held func(namespac
 		return failed(failureFromResponse(resp, t.cfg.Clock.Now()))
 	}
 	body := &listBody{r: resp.Body, max: t.cfg.MaxListBytes}
-	var h *heldItems
+	var h *wire.Held
 	if held != nil {
-		h = &heldItems{held: held, kept: func(key, rv string) error { return item(nil, key, rv) }}
+		h = &wire.Held{Versions: held, Kept: func(key, rv string) error { return item(nil, key, rv) }}
 	}
 	rv, cont, err := decodeListStream(t.cfg.Decoder, t.answered(resp), body, h, func(obj any) error {
 		key, rv, err := transport.ItemKey(obj)
@@ -216,11 +221,11 @@ func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media 
 	var dec streaming.Decoder
 	switch media {
 	case MediaProtobuf:
-		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), t.frames(protobufFrames, skip))
+		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), t.frames(pbwire.Frames, skip))
 	case MediaCBOR:
-		dec = streaming.NewDecoder(cbor.NewFramer().NewFrameReader(lim), t.frames(cborFrames, skip))
+		dec = streaming.NewDecoder(cbor.NewFramer().NewFrameReader(lim), t.frames(cborwire.Frames, skip))
 	default:
-		dec = streaming.NewDecoder(framer.NewJSONFramedReader(lim), t.frames(jsonFrames, skip))
+		dec = streaming.NewDecoder(framer.NewJSONFramedReader(lim), t.frames(jsonwire.Frames, skip))
 	}
 	defer dec.Close()
 	for {

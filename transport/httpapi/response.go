@@ -16,6 +16,9 @@ import (
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/retry"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/cborwire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/pbwire"
 )
 
 // maxErrorBody bounds how much of a non-2xx body is read: a Status is small, an HTML error
@@ -56,13 +59,13 @@ func decodeStatus(media string, b []byte) (*metav1.Status, bool) {
 		return nil, false
 	}
 	switch {
-	case media == MediaProtobuf || bytes.HasPrefix(b, protobufMagic):
-		if decodeWireProtobuf(b, &st) != nil {
+	case media == MediaProtobuf || bytes.HasPrefix(b, pbwire.Magic):
+		if pbwire.Decode(b, &st) != nil {
 			return nil, false
 		}
 		return &st, true
-	case media == MediaCBOR || bytes.HasPrefix(b, cborMagic):
-		if decodeCBOR(b, &st) != nil || st.Kind != "Status" {
+	case media == MediaCBOR || bytes.HasPrefix(b, cborwire.Magic):
+		if cborwire.Decode(b, &st) != nil || st.Kind != "Status" {
 			return nil, false
 		}
 		return &st, true

@@ -6,13 +6,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rewatch/rewatch/fsm"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 
 // A watch frame is a metav1.WatchEvent whose object is a body of its own. Decoding the frame
 // into a WatchEvent copies the object's bytes out of the frame, and the object is then decoded
 // from the copy: every frame's object is read twice and held twice. For the built-in decoders
-// the frame is instead read only as far as its type and its object's span (wire.go, json_scan.go, protobuf_scan.go, cbor_scan.go),
-// and the object is decoded straight from the frame's buffer: once. That is safe because the
+// the frame is instead read only as far as its type and its object's span (its format's
+// Frames.Scan), and the object is decoded straight from the frame's buffer: once. That is safe because the
 // object is decoded before the next frame is read into the buffer, and the built-in decoders
 // copy whatever they keep (generated protobuf code, encoding/json and sigs.k8s.io/json all do).
 // A decoder of the caller's own might keep the bytes it is given, so its frames are decoded
@@ -25,30 +27,6 @@ import (
 // object's metadata, neither the WatchEvent nor its object is decoded, and the event goes on
 // with its Key and ResourceVersion and no Object (docs/semantics.md, "Relists"). Each frame is
 // scanned once, whatever it is used for.
-
-// frameFormat is how the watch frames of one wire format are read.
-type frameFormat struct {
-	// decode decodes a frame into a metav1.WatchEvent with its object left raw: the general
-	// way, for every frame scan does not vouch for.
-	decode runtime.Decoder
-	// scan reads a frame as far as its type and its object's bytes; ok only when it vouches
-	// for both (each once, well framed).
-	scan func(frame []byte) (typ, object []byte, ok bool)
-	// meta reads the namespace, name and resourceVersion of an object scan found.
-	meta func(object []byte) (itemMeta, bool)
-	// direct: the object scan finds is the bytes decode would leave raw, so that a built-in
-	// decoder may read it without the WatchEvent decode.
-	direct bool
-}
-
-// addedMeta is the object's metadata of an ADDED frame.
-func (f frameFormat) addedMeta(frame []byte) (itemMeta, bool) {
-	typ, object, ok := f.scan(frame)
-	if !ok || string(typ) != "ADDED" {
-		return itemMeta{}, false
-	}
-	return f.meta(object)
-}
 
 // initialSkip leaves undecoded the ADDED frames of a watch-list's initial state whose object
 // the store holds at the same resourceVersion. It ends with the bookmark that ends the initial
@@ -82,27 +60,27 @@ func (s *initialSkip) seen(e *fsm.Event) {
 // frames is the frame decoder of a watch stream in format f: it scans each frame once, when
 // it may use the scan — to hand its object over directly (a built-in decoder) or to leave an
 // unchanged ADDED frame undecoded (skip) — and decodes everything else with f.decode.
-func (t *Transport) frames(f frameFormat, skip *initialSkip) runtime.Decoder {
+func (t *Transport) frames(f wire.Frames, skip *initialSkip) runtime.Decoder {
 	_, builtin := t.cfg.Decoder.(heldListStreamDecoder)
-	direct := builtin && f.direct
+	direct := builtin && f.Direct
 	if !direct && skip == nil {
-		return f.decode
+		return f.Decode
 	}
 	return watchFrames{f: f, direct: direct, skip: skip}
 }
 
 type watchFrames struct {
-	f      frameFormat
+	f      wire.Frames
 	direct bool
 	skip   *initialSkip
 }
 
 func (w watchFrames) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	if we, ok := into.(*metav1.WatchEvent); ok && (w.direct || w.skip.active()) {
-		if typ, object, ok := w.f.scan(data); ok {
+		if typ, object, ok := w.f.Scan(data); ok {
 			if s := w.skip; s.active() && string(typ) == "ADDED" {
-				if m, ok := w.f.meta(object); ok {
-					if key, rv, ok := unchanged(s.held, m); ok {
+				if m, ok := w.f.Meta(object); ok {
+					if key, rv, ok := wire.Unchanged(s.held, m); ok {
 						s.kept.key, s.kept.rv, s.has = key, rv, true
 						return into, nil, nil
 					}
@@ -114,7 +92,7 @@ func (w watchFrames) Decode(data []byte, defaults *schema.GroupVersionKind, into
 			}
 		}
 	}
-	return w.f.decode.Decode(data, defaults, into)
+	return w.f.Decode.Decode(data, defaults, into)
 }
 
 // watchEventType is the type of a watch event, as the constant string (no allocation).

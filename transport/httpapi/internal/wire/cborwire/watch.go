@@ -1,4 +1,4 @@
-package httpapi
+package cborwire
 
 import (
 	"fmt"
@@ -8,12 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rewatch/rewatch/fsm"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 
-// cborFrames reads the frames of a CBOR watch stream, a CBOR sequence of metav1.WatchEvent.
+// Frames reads the frames of a CBOR watch stream, a CBOR sequence of metav1.WatchEvent.
 // Its frames are always decoded into a WatchEvent: the object scanCBORWatchFrame finds is used
 // only for its metadata.
-var cborFrames = frameFormat{decode: cborWatchEventDecoder{}, scan: scanCBORWatchFrame, meta: scanCBORMeta}
+var Frames = wire.Frames{Decode: cborWatchEventDecoder{}, Scan: scanCBORWatchFrame, Meta: ScanMeta}
 
 // cborWatchEventDecoder decodes one item of a CBOR sequence into metav1.WatchEvent, leaving the
 // object raw for the configured Decoder.

@@ -1,4 +1,4 @@
-package httpapi
+package wire_test
 
 import (
 	"bytes"
@@ -10,14 +10,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/cborwire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/jsonwire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/pbwire"
 )
 
 // metaOf is what a scan found, as strings, for comparing.
-func metaOf(m itemMeta, ok bool) []string {
+func metaOf(m wire.Meta, ok bool) []string {
 	if !ok {
 		return nil
 	}
-	return []string{string(m.namespace), string(m.name), string(m.resourceVersion)}
+	return []string{string(m.Namespace), string(m.Name), string(m.ResourceVersion)}
 }
 
 // The JSON scanner reads an object's top-level metadata only — fields in any order, escapes
@@ -57,15 +62,15 @@ func TestScanJSONMeta(t *testing.T) {
 		"trailing data":            {`{"metadata":{"name":"a","resourceVersion":"5"}}x`, nil},
 		"empty":                    {``, nil},
 	} {
-		require.Equal(t, c.want, metaOf(scanJSONMeta([]byte(c.raw))), name)
+		require.Equal(t, c.want, metaOf(jsonwire.ScanMeta([]byte(c.raw))), name)
 	}
 }
 
 // A JSON watch frame's type and object are found in any order; anything repeated is not
 // vouched for.
 var (
-	jsonAddedMeta     = jsonFrames.addedMeta
-	protobufAddedMeta = protobufFrames.addedMeta
+	jsonAddedMeta     = jsonwire.Frames.AddedMeta
+	protobufAddedMeta = pbwire.Frames.AddedMeta
 )
 
 func TestJSONAddedMeta(t *testing.T) {
@@ -91,7 +96,7 @@ func encodeProtobufMessage(t *testing.T, m interface{ Marshal() ([]byte, error) 
 
 // protoField appends field num as a length-delimited field holding v.
 func protoField(b []byte, num int, v []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(num)<<3|wireBytes)
+	b = binary.AppendUvarint(b, uint64(num)<<3|2 /* length-delimited */)
 	b = binary.AppendUvarint(b, uint64(len(v)))
 	return append(b, v...)
 }
@@ -106,22 +111,22 @@ func TestScanProtobufMeta(t *testing.T) {
 		Data: map[string]string{"metadata": string(protoField(nil, 1, []byte("wrong")))},
 	}
 	raw := encodeProtobufMessage(t, cm)
-	metaField := objectMetaField(reflect.TypeOf(corev1.ConfigMap{}))
-	require.Equal(t, fieldNumber(1), metaField)
-	require.Equal(t, []string{"ns", "a", "5"}, metaOf(scanProtobufMeta(raw, metaField)))
+	metaField := pbwire.ObjectMetaField(reflect.TypeOf(corev1.ConfigMap{}))
+	require.Equal(t, pbwire.FieldNumber(1), metaField)
+	require.Equal(t, []string{"ns", "a", "5"}, metaOf(pbwire.ScanMeta(raw, metaField)))
 
 	node := encodeProtobufMessage(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "9"}})
-	require.Equal(t, []string{"", "n1", "9"}, metaOf(scanProtobufMeta(node, 1)))
+	require.Equal(t, []string{"", "n1", "9"}, metaOf(pbwire.ScanMeta(node, 1)))
 
 	// Fields in any order: data before metadata, metadata's fields reversed.
 	meta := protoField(protoField(protoField(nil, 6, []byte("5")), 3, []byte("ns")), 1, []byte("a"))
 	reordered := protoField(protoField(nil, 2, []byte("data")), 1, meta)
-	require.Equal(t, []string{"ns", "a", "5"}, metaOf(scanProtobufMeta(reordered, 1)))
+	require.Equal(t, []string{"ns", "a", "5"}, metaOf(pbwire.ScanMeta(reordered, 1)))
 
 	for name, b := range map[string][]byte{
 		"no metadata":        protoField(nil, 2, []byte("x")),
 		"metadata twice":     append(append([]byte{}, raw...), protoField(nil, 1, meta)...),
-		"metadata a varint":  append(binary.AppendUvarint(nil, 1<<3|wireVarint), 5),
+		"metadata a varint":  append(binary.AppendUvarint(nil, 1<<3|0 /* varint */), 5),
 		"no name":            protoField(nil, 1, protoField(nil, 6, []byte("5"))),
 		"no resourceVersion": protoField(nil, 1, protoField(nil, 1, []byte("a"))),
 		"name twice":         protoField(nil, 1, append(protoField(nil, 1, []byte("b")), meta...)),
@@ -131,10 +136,10 @@ func TestScanProtobufMeta(t *testing.T) {
 		"field zero":         append([]byte{0}, raw...),
 		"empty":              {},
 	} {
-		require.Nil(t, metaOf(scanProtobufMeta(b, 1)), name)
+		require.Nil(t, metaOf(pbwire.ScanMeta(b, 1)), name)
 	}
-	require.Nil(t, metaOf(scanProtobufMeta(raw, 0)), "no metadata field number")
-	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = scanProtobufMeta(raw, metaField) }))
+	require.Nil(t, metaOf(pbwire.ScanMeta(raw, 0)), "no metadata field number")
+	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = pbwire.ScanMeta(raw, metaField) }))
 }
 
 // A protobuf watch frame is read down to its object's metadata inside the raw envelope; an
@@ -142,7 +147,7 @@ func TestScanProtobufMeta(t *testing.T) {
 func TestProtobufAddedMeta(t *testing.T) {
 	obj := encodeProtobufMessage(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "5"}})
 	envelope := func(u *runtime.Unknown) []byte {
-		return append(append([]byte{}, protobufMagic...), encodeProtobufMessage(t, u)...)
+		return append(append([]byte{}, pbwire.Magic...), encodeProtobufMessage(t, u)...)
 	}
 	frame := func(typ string, raw []byte) []byte {
 		return encodeProtobufMessage(t, &metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: raw}})
@@ -152,7 +157,7 @@ func TestProtobufAddedMeta(t *testing.T) {
 	for name, f := range map[string][]byte{
 		"modified":    frame("MODIFIED", good),
 		"encoded":     frame("ADDED", envelope(&runtime.Unknown{Raw: obj, ContentEncoding: "gzip"})),
-		"no magic":    frame("ADDED", good[len(protobufMagic):]),
+		"no magic":    frame("ADDED", good[len(pbwire.Magic):]),
 		"type twice":  append(frame("ADDED", good), protoField(nil, 1, []byte("ADDED"))...),
 		"cut":         frame("ADDED", good)[:len(frame("ADDED", good))-2],
 		"no object":   frame("ADDED", nil),
@@ -171,23 +176,23 @@ func TestUnchanged(t *testing.T) {
 		}
 		return "", false
 	}
-	m := itemMeta{namespace: []byte("ns"), name: []byte("a"), resourceVersion: []byte("5")}
-	key, rv, ok := unchanged(held, m)
+	m := wire.Meta{Namespace: []byte("ns"), Name: []byte("a"), ResourceVersion: []byte("5")}
+	key, rv, ok := wire.Unchanged(held, m)
 	require.True(t, ok)
 	require.Equal(t, "ns/a", key)
 	require.Equal(t, "5", rv)
-	require.Equal(t, 1.0, testing.AllocsPerRun(100, func() { _, _, _ = unchanged(held, m) }))
-	for _, m := range []itemMeta{
-		{namespace: []byte("ns"), name: []byte("a"), resourceVersion: []byte("6")},
-		{namespace: []byte("ns"), name: []byte("b"), resourceVersion: []byte("5")},
-		{namespace: []byte("ns"), name: []byte("a")},
-		{name: []byte("a"), resourceVersion: []byte("5")},
+	require.Equal(t, 1.0, testing.AllocsPerRun(100, func() { _, _, _ = wire.Unchanged(held, m) }))
+	for _, m := range []wire.Meta{
+		{Namespace: []byte("ns"), Name: []byte("a"), ResourceVersion: []byte("6")},
+		{Namespace: []byte("ns"), Name: []byte("b"), ResourceVersion: []byte("5")},
+		{Namespace: []byte("ns"), Name: []byte("a")},
+		{Name: []byte("a"), ResourceVersion: []byte("5")},
 	} {
-		_, _, ok := unchanged(held, m)
+		_, _, ok := wire.Unchanged(held, m)
 		require.False(t, ok, "%q", metaOf(m, true))
 	}
 	raw := []byte(`{"metadata":{"name":"a","namespace":"ns","resourceVersion":"5","labels":{"x":"y"}},"data":{"k":"v"}}`)
-	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = scanJSONMeta(raw) }))
+	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = jsonwire.ScanMeta(raw) }))
 }
 
 // The CBOR scanner reads what apimachinery writes (byte-string keys and values, the
@@ -211,7 +216,7 @@ func TestScanCBORMeta(t *testing.T) {
 	}{
 		"byte strings":          {cat([]byte{0xa1}, bs("metadata"), meta3), []string{"ns", "a", "5"}},
 		"text strings":          {cat([]byte{0xa1}, ts("metadata"), []byte{0xa2}, ts("name"), ts("a"), ts("resourceVersion"), ts("5")), []string{"", "a", "5"}},
-		"self-described":        {cat(cborMagic, []byte{0xa1}, bs("metadata"), meta3), []string{"ns", "a", "5"}},
+		"self-described":        {cat(cborwire.Magic, []byte{0xa1}, bs("metadata"), meta3), []string{"ns", "a", "5"}},
 		"nested metadata first": {cat([]byte{0xa2}, data, bs("metadata"), meta3), []string{"ns", "a", "5"}},
 		"other items": {cat([]byte{0xa2}, bs("spec"), []byte{0x9f, 0x01, 0x3a, 0, 1, 0, 0, 0xf9, 0x3c, 0, 0xc1, 0x1a, 0, 0, 0, 1, 0x5f, 0x41, 'x', 0xff, 0xbf, 0x01, 0xf5, 0xff, 0xf6, 0xff},
 			bs("metadata"), meta3), []string{"ns", "a", "5"}},
@@ -231,8 +236,8 @@ func TestScanCBORMeta(t *testing.T) {
 		"not a map":            {[]byte{0x80}, nil},
 		"empty":                {nil, nil},
 	} {
-		require.Equal(t, c.want, metaOf(scanCBORMeta(c.raw)), name)
+		require.Equal(t, c.want, metaOf(cborwire.ScanMeta(c.raw)), name)
 	}
 	deep := append(bytes.Repeat([]byte{0x81}, 100), 0x00)
-	require.Nil(t, metaOf(scanCBORMeta(cat([]byte{0xa2}, bs("x"), deep, bs("metadata"), meta3))), "nesting past the bound")
+	require.Nil(t, metaOf(cborwire.ScanMeta(cat([]byte{0xa2}, bs("x"), deep, bs("metadata"), meta3))), "nesting past the bound")
 }

@@ -1,4 +1,4 @@
-package httpapi
+package pbwire
 
 import (
 	"encoding/binary"
@@ -16,23 +16,23 @@ import (
 // raw bytes out of the body, decodes the whole list, and the caller then copies every item out
 // of the list's array so that one cached object does not pin the others: at the moment of the
 // copy the body, its copy, the array and the copies are all alive. Reading the envelope's and
-// the list's fields one by one from the stream (protobuf_stream.go) and unmarshalling each item
+// the list's fields one by one from the stream (stream.go) and unmarshalling each item
 // into its own allocation with its generated Unmarshal keeps one item's bytes and the items
 // (bench/RESULTS.md, "Relists"). Field numbers come from the list type's protobuf tags, not from
 // assumptions; a list type without them is decoded the general way.
 
-// errNotStreamable says a body or list type does not fit the item-by-item decode; the caller
+// ErrNotStreamable says a body or list type does not fit the item-by-item decode; the caller
 // falls back to apimachinery's whole-list decode, which also produces the better error.
-var errNotStreamable = errors.New("not decodable item by item")
+var ErrNotStreamable = errors.New("not decodable item by item")
 
 type protoUnmarshaler interface{ Unmarshal([]byte) error }
 
 // protobufListLayout is where a list type keeps its metadata and items on the wire.
 type protobufListLayout struct {
 	item       reflect.Type // the item struct (corev1.Pod); []T and []*T both decode to *T
-	metaField  fieldNumber
-	itemsField fieldNumber
-	itemMeta   fieldNumber // the item's ObjectMeta; 0: items are always decoded
+	metaField  FieldNumber
+	itemsField FieldNumber
+	itemMeta   FieldNumber // the item's ObjectMeta; 0: items are always decoded
 }
 
 // listLayout reads the layout from the list type's struct tags.
@@ -62,12 +62,12 @@ func listLayout(list runtime.Object) (protobufListLayout, bool) {
 	if !reflect.PointerTo(l.item).Implements(reflect.TypeOf((*protoUnmarshaler)(nil)).Elem()) {
 		return protobufListLayout{}, false
 	}
-	l.itemMeta = objectMetaField(l.item)
+	l.itemMeta = ObjectMetaField(l.item)
 	return l, true
 }
 
 // protobufFieldNumber reads N from a `protobuf:"bytes,N,…"` tag; 0 when there is none.
-func protobufFieldNumber(tag reflect.StructTag) fieldNumber {
+func protobufFieldNumber(tag reflect.StructTag) FieldNumber {
 	parts := strings.Split(tag.Get("protobuf"), ",")
 	if len(parts) < 2 || parts[0] != "bytes" {
 		return 0
@@ -76,11 +76,11 @@ func protobufFieldNumber(tag reflect.StructTag) fieldNumber {
 	if err != nil || n <= 0 {
 		return 0
 	}
-	return fieldNumber(n)
+	return FieldNumber(n)
 }
 
-// fieldNumber is a protobuf field's number.
-type fieldNumber uint64
+// FieldNumber is a protobuf field's number.
+type FieldNumber uint64
 
 // Protobuf wire types (the low three bits of a field's key).
 const (
@@ -97,14 +97,14 @@ var errTruncated = errors.New("protobuf message truncated or malformed")
 // key and length are unsigned LEB128 varints, which encoding/binary reads. Group fields (a
 // wire type no Kubernetes type uses) make the message not decodable item by item, and the
 // whole-list decode takes over.
-func eachField(b []byte, fn func(fieldNumber, []byte) error) error {
+func eachField(b []byte, fn func(FieldNumber, []byte) error) error {
 	for len(b) > 0 {
 		key, n := binary.Uvarint(b)
 		if n <= 0 {
 			return errTruncated
 		}
 		b = b[n:]
-		num, typ := fieldNumber(key>>3), key&7
+		num, typ := FieldNumber(key>>3), key&7
 		if num == 0 {
 			return errTruncated
 		}
@@ -129,7 +129,7 @@ func eachField(b []byte, fn func(fieldNumber, []byte) error) error {
 			}
 			skip = uint64(n) + l
 		default:
-			return errNotStreamable
+			return ErrNotStreamable
 		}
 		if skip > uint64(len(b)) {
 			return errTruncated

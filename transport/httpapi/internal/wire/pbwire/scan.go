@@ -1,23 +1,25 @@
-package httpapi
+package pbwire
 
 import (
 	"encoding/binary"
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 
-// The protobuf side of the metadata scan (wire.go): an object's namespace, name and
+// The protobuf metadata scan (package wire): an object's namespace, name and
 // resourceVersion, and a watch frame's type and object, read from the bytes without decoding
 // or allocating.
 
 // objectMetaFields are the field numbers of ObjectMeta's name, namespace and resourceVersion,
 // read from its protobuf tags (k8s.io/apimachinery's generated.proto: 1, 3 and 6).
-var objectMetaFields = func() (f struct{ name, namespace, resourceVersion fieldNumber }) {
+var objectMetaFields = func() (f struct{ name, namespace, resourceVersion FieldNumber }) {
 	t := reflect.TypeOf(metav1.ObjectMeta{})
 	for _, x := range []struct {
 		field string
-		into  *fieldNumber
+		into  *FieldNumber
 	}{{"Name", &f.name}, {"Namespace", &f.namespace}, {"ResourceVersion", &f.resourceVersion}} {
 		sf, _ := t.FieldByName(x.field)
 		*x.into = protobufFieldNumber(sf.Tag)
@@ -25,9 +27,9 @@ var objectMetaFields = func() (f struct{ name, namespace, resourceVersion fieldN
 	return f
 }()
 
-// objectMetaField is the field number of an object type's ObjectMeta, from its protobuf tag;
+// ObjectMetaField is the field number of an object type's ObjectMeta, from its protobuf tag;
 // 0 when it has none.
-func objectMetaField(item reflect.Type) fieldNumber {
+func ObjectMetaField(item reflect.Type) FieldNumber {
 	for i := range item.NumField() {
 		if f := item.Field(i); f.Type == reflect.TypeOf(metav1.ObjectMeta{}) {
 			return protobufFieldNumber(f.Tag)
@@ -36,14 +38,14 @@ func objectMetaField(item reflect.Type) fieldNumber {
 	return 0
 }
 
-// scanProtobufMeta reads the namespace, name and resourceVersion of the object message b,
+// ScanMeta reads the namespace, name and resourceVersion of the object message b,
 // whose ObjectMeta is field metaField. Every field of the message is walked, so that a
 // message whose framing is broken is not vouched for; ok is false unless the metadata appears
 // once, with name and resourceVersion once each and namespace at most once.
-func scanProtobufMeta(b []byte, metaField fieldNumber) (m itemMeta, ok bool) {
+func ScanMeta(b []byte, metaField FieldNumber) (m wire.Meta, ok bool) {
 	var metadata []byte
 	seen := 0
-	if metaField == 0 || !protoFields(b, func(num fieldNumber, typ uint64, v []byte) bool {
+	if metaField == 0 || !protoFields(b, func(num FieldNumber, typ uint64, v []byte) bool {
 		if num != metaField {
 			return true
 		}
@@ -51,24 +53,24 @@ func scanProtobufMeta(b []byte, metaField fieldNumber) (m itemMeta, ok bool) {
 		seen++
 		return typ == wireBytes
 	}) || seen != 1 {
-		return itemMeta{}, false
+		return wire.Meta{}, false
 	}
 	var names, namespaces, rvs int
 	f := objectMetaFields
-	if !protoFields(metadata, func(num fieldNumber, typ uint64, v []byte) bool {
+	if !protoFields(metadata, func(num FieldNumber, typ uint64, v []byte) bool {
 		switch num {
 		case f.name:
-			m.name, names = v, names+1
+			m.Name, names = v, names+1
 		case f.namespace:
-			m.namespace, namespaces = v, namespaces+1
+			m.Namespace, namespaces = v, namespaces+1
 		case f.resourceVersion:
-			m.resourceVersion, rvs = v, rvs+1
+			m.ResourceVersion, rvs = v, rvs+1
 		default:
 			return true
 		}
 		return typ == wireBytes
 	}) || names != 1 || namespaces > 1 || rvs != 1 {
-		return itemMeta{}, false
+		return wire.Meta{}, false
 	}
 	return m, true
 }
@@ -79,13 +81,13 @@ func scanProtobufMeta(b []byte, metaField fieldNumber) (m itemMeta, ok bool) {
 // around the object message. A watch frame does not name its object's Go type, so the
 // metadata's field number is the one every Kubernetes object type (and PartialObjectMetadata)
 // gives its ObjectMeta: 1. Not ok for anything repeated or an encoded object.
-func protobufEmbeddedMeta(raw []byte) (itemMeta, bool) {
-	if len(raw) < len(protobufMagic) || string(raw[:len(protobufMagic)]) != string(protobufMagic) {
-		return itemMeta{}, false
+func protobufEmbeddedMeta(raw []byte) (wire.Meta, bool) {
+	if len(raw) < len(Magic) || string(raw[:len(Magic)]) != string(Magic) {
+		return wire.Meta{}, false
 	}
 	var object []byte
 	objects := 0
-	if !protoFields(raw[len(protobufMagic):], func(num fieldNumber, wt uint64, v []byte) bool {
+	if !protoFields(raw[len(Magic):], func(num FieldNumber, wt uint64, v []byte) bool {
 		switch num {
 		case 2:
 			object, objects = v, objects+1
@@ -96,22 +98,22 @@ func protobufEmbeddedMeta(raw []byte) (itemMeta, bool) {
 		}
 		return wt == wireBytes
 	}) || objects != 1 {
-		return itemMeta{}, false
+		return wire.Meta{}, false
 	}
-	return scanProtobufMeta(object, 1)
+	return ScanMeta(object, 1)
 }
 
 // protoFields calls fn with every field of a message — its number, wire type and, for a
 // length-delimited one, its bytes — and reports whether the message was well framed and fn
 // accepted every field.
-func protoFields(b []byte, fn func(num fieldNumber, typ uint64, v []byte) bool) bool {
+func protoFields(b []byte, fn func(num FieldNumber, typ uint64, v []byte) bool) bool {
 	for len(b) > 0 {
 		key, n := binary.Uvarint(b)
 		if n <= 0 || key>>3 == 0 {
 			return false
 		}
 		b = b[n:]
-		num, typ := fieldNumber(key>>3), key&7
+		num, typ := FieldNumber(key>>3), key&7
 		var v []byte
 		switch typ {
 		case wireVarint:
@@ -151,7 +153,7 @@ func protoFields(b []byte, fn func(num fieldNumber, typ uint64, v []byte) bool) 
 func scanProtobufWatchEvent(frame []byte) (typ, raw []byte, ok bool) {
 	var ext []byte
 	types, exts := 0, 0
-	if !protoFields(frame, func(num fieldNumber, wt uint64, v []byte) bool {
+	if !protoFields(frame, func(num FieldNumber, wt uint64, v []byte) bool {
 		switch num {
 		case 1:
 			typ, types = v, types+1
@@ -165,7 +167,7 @@ func scanProtobufWatchEvent(frame []byte) (typ, raw []byte, ok bool) {
 		return nil, nil, false
 	}
 	raws := 0
-	if !protoFields(ext, func(num fieldNumber, wt uint64, v []byte) bool {
+	if !protoFields(ext, func(num FieldNumber, wt uint64, v []byte) bool {
 		if num == 1 {
 			raw, raws = v, raws+1
 			return wt == wireBytes

@@ -1,4 +1,4 @@
-package httpapi
+package pbwire
 
 import (
 	"fmt"
@@ -8,11 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rewatch/rewatch/fsm"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 
-// protobufFrames reads the frames of a protobuf watch stream: length-delimited frames, each a
+// Frames reads the frames of a protobuf watch stream: length-delimited frames, each a
 // metav1.WatchEvent whose object is a protobuf body of its own.
-var protobufFrames = frameFormat{decode: protobufWatchEventDecoder{}, scan: scanProtobufWatchEvent, meta: protobufEmbeddedMeta, direct: true}
+var Frames = wire.Frames{Decode: protobufWatchEventDecoder{}, Scan: scanProtobufWatchEvent, Meta: protobufEmbeddedMeta, Direct: true}
 
 // protobufWatchEventDecoder decodes a length-delimited frame into metav1.WatchEvent with its
 // generated protobuf code, leaving the object raw for the configured Decoder.

@@ -1,9 +1,13 @@
-package httpapi
+package cborwire
 
-import "bytes"
+import (
+	"bytes"
 
-// The CBOR side of the metadata scan (wire.go): an item's namespace, name and resourceVersion read from
-// its bytes without decoding or allocating, so that a relist leaves undecoded what the store
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
+)
+
+// The CBOR metadata scan (package wire): an item's namespace, name and resourceVersion read
+// from its bytes without decoding or allocating, so that a relist leaves undecoded what the store
 // holds unchanged. apimachinery writes strings, map keys included, as CBOR byte strings and
 // reads text strings alike, so both are accepted. Only what is plainly one object is vouched
 // for — a map of definite length, "metadata" once, each of its three fields once and a
@@ -13,8 +17,8 @@ import "bytes"
 // is not UTF-8): an item at the resourceVersion of an object the store holds is that object,
 // which decoded (docs/semantics.md, "Relists").
 
-// scanCBORMeta reads the metadata of the CBOR object raw (optionally self-described).
-func scanCBORMeta(raw []byte) (m itemMeta, ok bool) {
+// ScanMeta reads the metadata of the CBOR object raw (optionally self-described).
+func ScanMeta(raw []byte) (m wire.Meta, ok bool) {
 	var seenMeta bool
 	end, ok := cborMapFields(raw, skipSelfDescribedAt(raw, 0), func(key []byte, v int) (int, bool) {
 		if string(key) != "metadata" {
@@ -30,11 +34,11 @@ func scanCBORMeta(raw []byte) (m itemMeta, ok bool) {
 			var i int
 			switch string(key) {
 			case "namespace":
-				field, i = &m.namespace, 0
+				field, i = &m.Namespace, 0
 			case "name":
-				field, i = &m.name, 1
+				field, i = &m.Name, 1
 			case "resourceVersion":
-				field, i = &m.resourceVersion, 2
+				field, i = &m.ResourceVersion, 2
 			default:
 				return cborSkip(raw, v, 1)
 			}
@@ -47,7 +51,7 @@ func scanCBORMeta(raw []byte) (m itemMeta, ok bool) {
 			return next, ok
 		})
 	})
-	return m, ok && seenMeta && end == len(raw) && len(m.name) > 0 && len(m.resourceVersion) > 0
+	return m, ok && seenMeta && end == len(raw) && len(m.Name) > 0 && len(m.ResourceVersion) > 0
 }
 
 // scanCBORWatchFrame reads a CBOR watch frame — a metav1.WatchEvent, a map with "type" and
@@ -77,8 +81,8 @@ func scanCBORWatchFrame(frame []byte) (typ, object []byte, ok bool) {
 }
 
 func skipSelfDescribedAt(b []byte, i int) int {
-	if bytes.HasPrefix(b[i:], cborMagic) {
-		return i + len(cborMagic)
+	if bytes.HasPrefix(b[i:], Magic) {
+		return i + len(Magic)
 	}
 	return i
 }
@@ -134,7 +138,7 @@ func cborHeadAt(b []byte, i int) (major byte, arg uint64, next int, ok bool) {
 }
 
 // cborSkip is the offset after the data item at b[i], indefinite lengths included, as the
-// stream reader walks it (cbor_walk.go); depth is how deep the item is.
+// stream reader walks it (walk.go); depth is how deep the item is.
 func cborSkip(b []byte, i, depth int) (int, bool) {
 	w := cborWalker{b: b, i: i}
 	if err := w.walk(depth); err != nil {

@@ -1,17 +1,21 @@
-package httpapi
+package jsonwire
 
-import "encoding/json"
+import (
+	"encoding/json"
 
-// The JSON side of the metadata scan (wire.go): an object's namespace, name and
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
+)
+
+// The JSON metadata scan (package wire): an object's namespace, name and
 // resourceVersion, and a watch frame's type and object, read from the bytes without decoding
 // or allocating.
 
-// scanJSONMeta reads the namespace, name and resourceVersion of the object raw holds: the
+// ScanMeta reads the namespace, name and resourceVersion of the object raw holds: the
 // string members "namespace", "name" and "resourceVersion" of its top-level "metadata" object,
 // keys compared case-sensitively as apimachinery's decoding compares them. ok is false unless
 // metadata appears once, name and resourceVersion once each and namespace at most once, all
 // strings.
-func scanJSONMeta(raw []byte) (m itemMeta, ok bool) {
+func ScanMeta(raw []byte) (m wire.Meta, ok bool) {
 	var metadata []byte
 	seen := 0
 	if !jsonFields(raw, func(key []byte, escaped bool, value []byte) bool {
@@ -21,18 +25,18 @@ func scanJSONMeta(raw []byte) (m itemMeta, ok bool) {
 		}
 		return true
 	}) || seen != 1 {
-		return itemMeta{}, false
+		return wire.Meta{}, false
 	}
 	var names, namespaces, rvs int
 	if !jsonFields(metadata, func(key []byte, escaped bool, value []byte) bool {
 		var into *[]byte
 		switch {
 		case jsonKeyIs(key, escaped, "name"):
-			into, names = &m.name, names+1
+			into, names = &m.Name, names+1
 		case jsonKeyIs(key, escaped, "namespace"):
-			into, namespaces = &m.namespace, namespaces+1
+			into, namespaces = &m.Namespace, namespaces+1
 		case jsonKeyIs(key, escaped, "resourceVersion"):
-			into, rvs = &m.resourceVersion, rvs+1
+			into, rvs = &m.ResourceVersion, rvs+1
 		default:
 			return true
 		}
@@ -40,7 +44,7 @@ func scanJSONMeta(raw []byte) (m itemMeta, ok bool) {
 		*into = s
 		return ok
 	}) || names != 1 || namespaces > 1 || rvs != 1 {
-		return itemMeta{}, false
+		return wire.Meta{}, false
 	}
 	return m, true
 }

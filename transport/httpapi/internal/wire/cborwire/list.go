@@ -1,4 +1,4 @@
-package httpapi
+package cborwire
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 
 // A CBOR LIST body is read as it arrives, like a JSON one (docs/design.md, "Streaming LIST
@@ -29,16 +31,16 @@ import (
 // out to differ fails. An item that needs the list's kind before it is known is held,
 // undecoded, until the end of the body, as in a JSON list.
 
-// cborList is what a CBOR list says about itself.
-type cborList struct {
-	apiVersion, kind      string
-	resourceVersion, cont string
+// List is what a CBOR list says about itself.
+type List struct {
+	APIVersion, Kind          string
+	ResourceVersion, Continue string
 }
 
-// streamCBORList reads a CBOR list from body and calls item with each element of "items",
+// StreamList reads a CBOR list from body and calls item with each element of "items",
 // decoded, in order. asked is the apiVersion the request asked for ("" if unknown).
 // Items the store holds unchanged (h) are handed to h undecoded.
-func streamCBORList(body io.Reader, asked string, h *heldItems, item func(any) error) (*cborList, error) {
+func StreamList(body io.Reader, asked string, h *wire.Held, item func(any) error) (*List, error) {
 	r := newCBORReader(body)
 	if err := r.skipSelfDescribed(); err != nil {
 		return nil, err
@@ -47,7 +49,7 @@ func streamCBORList(body io.Reader, asked string, h *heldItems, item func(any) e
 	if err != nil {
 		return nil, err
 	}
-	l := &cborList{}
+	l := &List{}
 	var (
 		pending  [][]byte
 		assumed  string // the apiVersion items were decoded with before the list's arrived
@@ -56,11 +58,11 @@ func streamCBORList(body io.Reader, asked string, h *heldItems, item func(any) e
 		wrapped  bytes.Buffer // each item as a one-item list, reused from item to item
 	)
 	decodeItem := func(raw []byte) error {
-		apiVersion := l.apiVersion
+		apiVersion := l.APIVersion
 		if apiVersion == "" {
 			apiVersion, assumed = asked, asked
 		}
-		obj, err := decodeCBORListItem(&wrapped, l.kind, apiVersion, raw)
+		obj, err := decodeCBORListItem(&wrapped, l.Kind, apiVersion, raw)
 		if err != nil {
 			return err
 		}
@@ -68,7 +70,7 @@ func streamCBORList(body io.Reader, asked string, h *heldItems, item func(any) e
 	}
 	// takeItem hands an item the store holds unchanged to h undecoded, and decodes any other.
 	takeItem := func(raw []byte) error {
-		if kept, err := h.keepCBOR(raw); kept || err != nil {
+		if kept, err := h.Keep(ScanMeta(raw)); kept || err != nil {
 			return err
 		}
 		return decodeItem(raw)
@@ -92,9 +94,9 @@ func streamCBORList(body io.Reader, asked string, h *heldItems, item func(any) e
 		switch name {
 		case "kind", "apiVersion":
 			if raw, err = r.item(raw[:0], 0); err == nil {
-				s := &l.kind
+				s := &l.Kind
 				if name == "apiVersion" {
-					s = &l.apiVersion
+					s = &l.APIVersion
 				}
 				err = cborString(raw, s)
 			}
@@ -105,11 +107,11 @@ func streamCBORList(body io.Reader, asked string, h *heldItems, item func(any) e
 		case "items":
 			err = r.eachElement(&raw, func(raw []byte) error {
 				defer func() { n++ }()
-				if l.kind == "" || (l.apiVersion == "" && asked == "") {
+				if l.Kind == "" || (l.APIVersion == "" && asked == "") {
 					pending = append(pending, bytes.Clone(raw))
 					return nil
 				}
-				return itemError(n, takeItem(raw))
+				return wire.ItemError(n, takeItem(raw))
 			})
 		default:
 			raw, err = r.item(raw[:0], 0)
@@ -121,14 +123,14 @@ func streamCBORList(body io.Reader, asked string, h *heldItems, item func(any) e
 	if err := r.end(); err != nil {
 		return nil, err
 	}
-	if l.kind == "" {
+	if l.Kind == "" {
 		return nil, errors.New("Object 'Kind' is missing in the list")
 	}
-	if assumed != "" && l.apiVersion != assumed {
-		return nil, fmt.Errorf("the list's apiVersion is %q, but its items came before it and were read as the %q the request asked for", l.apiVersion, assumed)
+	if assumed != "" && l.APIVersion != assumed {
+		return nil, fmt.Errorf("the list's apiVersion is %q, but its items came before it and were read as the %q the request asked for", l.APIVersion, assumed)
 	}
 	for i, raw := range pending {
-		if err := itemError(i, takeItem(raw)); err != nil {
+		if err := wire.ItemError(i, takeItem(raw)); err != nil {
 			return nil, err
 		}
 		pending[i] = nil
@@ -136,13 +138,13 @@ func streamCBORList(body io.Reader, asked string, h *heldItems, item func(any) e
 	return l, nil
 }
 
-func (l *cborList) readMeta(raw []byte) error {
+func (l *List) readMeta(raw []byte) error {
 	var m map[string]any
 	if err := direct.Unmarshal(raw, &m); err != nil {
 		return err
 	}
-	l.resourceVersion, _, _ = unstructured.NestedString(m, "resourceVersion")
-	l.cont, _, _ = unstructured.NestedString(m, "continue")
+	l.ResourceVersion, _, _ = unstructured.NestedString(m, "resourceVersion")
+	l.Continue, _, _ = unstructured.NestedString(m, "continue")
 	return nil
 }
 
@@ -167,7 +169,7 @@ func cborString(raw []byte, s *string) error {
 // item: the decode copies what it keeps (strings, maps), so nothing refers to it afterwards.
 func decodeCBORListItem(b *bytes.Buffer, kind, apiVersion string, raw []byte) (*unstructured.Unstructured, error) {
 	b.Reset()
-	b.Write(cborMagic)
+	b.Write(Magic)
 	b.WriteByte(cborMap<<5 | 3)
 	for _, kv := range [][2]string{{"kind", kind}, {"apiVersion", apiVersion}} {
 		writeCBORText(b, kv[0])
@@ -177,7 +179,7 @@ func decodeCBORListItem(b *bytes.Buffer, kind, apiVersion string, raw []byte) (*
 	b.WriteByte(cborArray<<5 | 1)
 	b.Write(raw)
 	var l unstructured.UnstructuredList
-	if err := decodeCBOR(b.Bytes(), &l); err != nil {
+	if err := Decode(b.Bytes(), &l); err != nil {
 		return nil, err
 	}
 	if len(l.Items) != 1 {
@@ -211,7 +213,7 @@ func writeCBORHead(b *bytes.Buffer, major byte, n uint64) {
 }
 
 // cborReader reads CBOR data items from a stream, copying each one's bytes; it checks that
-// they are well formed (cbor_walk.go), not what they mean.
+// they are well formed (walk.go), not what they mean.
 type cborReader struct {
 	r       *bufio.Reader
 	w       cborWalker // on r
@@ -225,9 +227,9 @@ func newCBORReader(body io.Reader) *cborReader {
 
 // skipSelfDescribed skips the self-described CBOR tag (55799) that kube-apiserver writes first.
 func (c *cborReader) skipSelfDescribed() error {
-	b, err := c.r.Peek(len(cborMagic))
-	if err == nil && bytes.Equal(b, cborMagic) {
-		_, err = c.r.Discard(len(cborMagic))
+	b, err := c.r.Peek(len(Magic))
+	if err == nil && bytes.Equal(b, Magic) {
+		_, err = c.r.Discard(len(Magic))
 		return err
 	}
 	if errors.Is(err, io.EOF) && len(b) > 0 {

@@ -1,4 +1,4 @@
-package httpapi
+package pbwire
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 
 // A protobuf LIST body is read from the response as it arrives: the envelope's fields one by
@@ -46,7 +48,7 @@ func (p *protoStream) ReadByte() (byte, error) {
 }
 
 // key reads a field's key; io.EOF means the message ended cleanly between fields.
-func (p *protoStream) key() (fieldNumber, uint64, error) {
+func (p *protoStream) key() (FieldNumber, uint64, error) {
 	k, err := binary.ReadUvarint(p)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -57,7 +59,7 @@ func (p *protoStream) key() (fieldNumber, uint64, error) {
 	if k>>3 == 0 {
 		return 0, 0, errTruncated
 	}
-	return fieldNumber(k >> 3), k & 7, nil
+	return FieldNumber(k >> 3), k & 7, nil
 }
 
 // length reads a length-delimited field's length and checks it fits the message.
@@ -161,15 +163,15 @@ func (r *recordingReader) rest() io.Reader {
 	return io.MultiReader(bytes.NewReader(r.rec.Bytes()), r.r)
 }
 
-// streamProtobufList decodes a protobuf LIST body from body item by item, calling item with
-// each. When the body does not fit the item-by-item decode it returns errNotStreamable and
+// StreamList decodes a protobuf LIST body from body item by item, calling item with
+// each. When the body does not fit the item-by-item decode it returns ErrNotStreamable and
 // rest, the body from its first byte, before any item was handed over.
-func streamProtobufList(scheme *runtime.Scheme, body io.Reader, h *heldItems, item func(any) error) (rv, cont string, rest io.Reader, err error) {
+func StreamList(scheme *runtime.Scheme, body io.Reader, h *wire.Held, item func(any) error) (rv, cont string, rest io.Reader, err error) {
 	rec := &recordingReader{r: body, rec: &bytes.Buffer{}}
 	p := &protoStream{br: bufio.NewReaderSize(rec, 32<<10), left: -1}
 	var magic [4]byte
-	if _, err := io.ReadFull(p.br, magic[:]); err != nil || !bytes.Equal(magic[:], protobufMagic) {
-		return "", "", rec.rest(), errNotStreamable
+	if _, err := io.ReadFull(p.br, magic[:]); err != nil || !bytes.Equal(magic[:], Magic) {
+		return "", "", rec.rest(), ErrNotStreamable
 	}
 	var (
 		gvk      schema.GroupVersionKind
@@ -181,12 +183,12 @@ func streamProtobufList(scheme *runtime.Scheme, body io.Reader, h *heldItems, it
 		switch {
 		case errors.Is(err, io.EOF):
 			if !streamed {
-				return "", "", rec.rest(), errNotStreamable
+				return "", "", rec.rest(), ErrNotStreamable
 			}
 			return lm.ResourceVersion, lm.Continue, nil, nil
 		case err != nil:
 			if !streamed {
-				return "", "", rec.rest(), errNotStreamable
+				return "", "", rec.rest(), ErrNotStreamable
 			}
 			return "", "", nil, fmt.Errorf("decoding the %s: %w", gvk.Kind, err)
 		}
@@ -194,14 +196,14 @@ func streamProtobufList(scheme *runtime.Scheme, body io.Reader, h *heldItems, it
 		case num == 1 && typ == wireBytes && !streamed: // typeMeta
 			l, err := p.length()
 			if err != nil {
-				return "", "", rec.rest(), errNotStreamable
+				return "", "", rec.rest(), ErrNotStreamable
 			}
 			b, err := p.bytes(l)
 			if err != nil {
-				return "", "", rec.rest(), errNotStreamable
+				return "", "", rec.rest(), ErrNotStreamable
 			}
 			if gvk, err = envelopeKind(b); err != nil {
-				return "", "", rec.rest(), errNotStreamable
+				return "", "", rec.rest(), ErrNotStreamable
 			}
 		case num == 2 && typ == wireBytes: // raw: the list message
 			if streamed {
@@ -209,11 +211,11 @@ func streamProtobufList(scheme *runtime.Scheme, body io.Reader, h *heldItems, it
 			}
 			layout, ok := streamableList(scheme, gvk)
 			if !ok {
-				return "", "", rec.rest(), errNotStreamable
+				return "", "", rec.rest(), ErrNotStreamable
 			}
 			l, err := p.length()
 			if err != nil {
-				return "", "", rec.rest(), errNotStreamable
+				return "", "", rec.rest(), ErrNotStreamable
 			}
 			rec.rec, streamed = nil, true
 			if err := p.streamListMessage(l, layout, gvk, &lm, h, item); err != nil {
@@ -222,7 +224,7 @@ func streamProtobufList(scheme *runtime.Scheme, body io.Reader, h *heldItems, it
 		default: // contentEncoding and contentType, which apimachinery's decode ignores too
 			if err := p.skip(typ); err != nil {
 				if !streamed {
-					return "", "", rec.rest(), errNotStreamable
+					return "", "", rec.rest(), ErrNotStreamable
 				}
 				return "", "", nil, fmt.Errorf("decoding the %s: %w", gvk.Kind, err)
 			}
@@ -236,7 +238,7 @@ var errRepeatedList = errors.New("the envelope holds more than one list message"
 
 // streamListMessage reads the list message of length l: its metadata into lm, each item to
 // item, or to h when the store holds it unchanged.
-func (p *protoStream) streamListMessage(l int64, layout protobufListLayout, gvk schema.GroupVersionKind, lm *metav1.ListMeta, h *heldItems, item func(any) error) error {
+func (p *protoStream) streamListMessage(l int64, layout protobufListLayout, gvk schema.GroupVersionKind, lm *metav1.ListMeta, h *wire.Held, item func(any) error) error {
 	p.left = l
 	defer func() { p.left = -1 }()
 	n := 0
@@ -271,7 +273,7 @@ func (p *protoStream) streamListMessage(l int64, layout protobufListLayout, gvk 
 			}
 			continue
 		}
-		if kept, err := h.keepProtobuf(b, layout.itemMeta); kept || err != nil {
+		if kept, err := h.Keep(ScanMeta(b, layout.itemMeta)); kept || err != nil {
 			n++
 			if err != nil {
 				return err
@@ -292,7 +294,7 @@ func (p *protoStream) streamListMessage(l int64, layout protobufListLayout, gvk 
 // envelopeKind reads the kind from the envelope's typeMeta field.
 func envelopeKind(b []byte) (schema.GroupVersionKind, error) {
 	var gvk schema.GroupVersionKind
-	err := eachField(b, func(num fieldNumber, v []byte) error {
+	err := eachField(b, func(num FieldNumber, v []byte) error {
 		switch num {
 		case 1:
 			gv, err := schema.ParseGroupVersion(string(v))

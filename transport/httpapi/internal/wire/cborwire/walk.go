@@ -1,4 +1,4 @@
-package httpapi
+package cborwire
 
 import (
 	"bufio"
@@ -10,8 +10,8 @@ import (
 )
 
 // One walker checks that a CBOR data item is well formed (RFC 8949's rules) and finds where
-// it ends, for both readers of CBOR: the LIST stream reader (cbor_list.go), which copies each
-// item out of the body as it arrives, and the metadata scanner (cbor_scan.go), which
+// it ends, for both readers of CBOR: the LIST stream reader (list.go), which copies each
+// item out of the body as it arrives, and the metadata scanner (scan.go), which
 // walks an item already in memory without allocating. They accept and refuse exactly the same
 // items, since it is the same code.
 

@@ -1,4 +1,4 @@
-package httpapi
+package jsonwire
 
 import (
 	"fmt"
@@ -8,11 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rewatch/rewatch/fsm"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 
-// jsonFrames reads the frames of a JSON watch stream, a sequence of JSON metav1.WatchEvent
+// Frames reads the frames of a JSON watch stream, a sequence of JSON metav1.WatchEvent
 // objects.
-var jsonFrames = frameFormat{decode: watchEventDecoder{}, scan: jsonWatchEvent, meta: scanJSONMeta, direct: true}
+var Frames = wire.Frames{Decode: watchEventDecoder{}, Scan: jsonWatchEvent, Meta: ScanMeta, Direct: true}
 
 // watchEventDecoder decodes a frame into metav1.WatchEvent, leaving the object raw so the
 // configured Decoder can read it.
@@ -23,7 +25,7 @@ func (watchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into ru
 	if !ok {
 		return nil, nil, fmt.Errorf("watch frames decode into *metav1.WatchEvent, not %T", into)
 	}
-	if err := jsonUnmarshalStrictCase(data, we); err != nil {
+	if err := UnmarshalCaseSensitive(data, we); err != nil {
 		// Marked here, where it is known to be about the bytes: sigs.k8s.io/json's syntax
 		// errors are its own types, which a caller cannot match.
 		return nil, nil, &fsm.DecodeError{Err: err}

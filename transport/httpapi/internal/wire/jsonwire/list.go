@@ -1,4 +1,4 @@
-package httpapi
+package jsonwire
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 
 // A JSON LIST body is read with encoding/json's Decoder token API: the list's own fields are
@@ -17,26 +19,26 @@ import (
 // standard library and reads from an io.Reader with a buffer of its own that grows only to the
 // largest single value it holds: one item, not the list.
 
-// jsonList is what a JSON list says about itself.
-type jsonList struct {
-	apiVersion, kind string
-	meta             metav1.ListMeta
+// List is what a JSON list says about itself.
+type List struct {
+	APIVersion, Kind string
+	Meta             metav1.ListMeta
 }
 
 // itemsFirst says the list's kind was not yet known when its items arrived: the items are then
 // held, undecoded, until the end of the body. kube-apiserver writes kind and apiVersion first,
 // so this is the path of other servers only.
-func (l *jsonList) kindKnown() bool { return l.kind != "" && l.apiVersion != "" }
+func (l *List) kindKnown() bool { return l.Kind != "" && l.APIVersion != "" }
 
-// errNotJSONList is the error for a body that is JSON but not an object.
-var errNotJSONList = errors.New("the body is not a JSON object")
+// ErrNotList is the error for a body that is JSON but not an object.
+var ErrNotList = errors.New("the body is not a JSON object")
 
-// streamJSONList reads a JSON list from body and calls item with the raw bytes of each
+// StreamList reads a JSON list from body and calls item with the raw bytes of each
 // element of "items", in order, once the list's kind is known; raw is only valid during the
 // call. It returns the list's own fields once the body has been read to its end.
-func streamJSONList(body io.Reader, item func(l *jsonList, raw []byte) error) (*jsonList, error) {
+func StreamList(body io.Reader, item func(l *List, raw []byte) error) (*List, error) {
 	dec := json.NewDecoder(body)
-	l := &jsonList{}
+	l := &List{}
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, err
 	}
@@ -53,12 +55,12 @@ func streamJSONList(body io.Reader, item func(l *jsonList, raw []byte) error) (*
 		key, _ := tok.(string)
 		switch key {
 		case "kind":
-			err = decodeJSONString(dec, &l.kind)
+			err = decodeJSONString(dec, &l.Kind)
 		case "apiVersion":
-			err = decodeJSONString(dec, &l.apiVersion)
+			err = decodeJSONString(dec, &l.APIVersion)
 		case "metadata":
 			if err = dec.Decode(&raw); err == nil && string(raw) != "null" {
-				err = jsonUnmarshalStrictCase(raw, &l.meta)
+				err = UnmarshalCaseSensitive(raw, &l.Meta)
 			}
 		case "items":
 			err = eachJSONElement(dec, &raw, func() error {
@@ -67,7 +69,7 @@ func streamJSONList(body io.Reader, item func(l *jsonList, raw []byte) error) (*
 					pending = append(pending, append(json.RawMessage(nil), raw...))
 					return nil
 				}
-				return itemError(n, item(l, raw))
+				return wire.ItemError(n, item(l, raw))
 			})
 		default:
 			err = dec.Decode(&raw)
@@ -86,19 +88,12 @@ func streamJSONList(body io.Reader, item func(l *jsonList, raw []byte) error) (*
 		return nil, err
 	}
 	for i, raw := range pending {
-		if err := itemError(i, item(l, raw)); err != nil {
+		if err := wire.ItemError(i, item(l, raw)); err != nil {
 			return nil, err
 		}
 		pending[i] = nil
 	}
 	return l, nil
-}
-
-func itemError(n int, err error) error {
-	if err != nil {
-		return fmt.Errorf("item %d: %w", n, err)
-	}
-	return nil
 }
 
 // eachJSONElement calls fn with every element of the array the decoder is at, read into raw;
@@ -150,15 +145,15 @@ func expectDelim(dec *json.Decoder, want json.Delim) error {
 	}
 	if tok != want {
 		if want == '{' {
-			return errNotJSONList
+			return ErrNotList
 		}
 		return fmt.Errorf("expected %v, found %v", want, tok)
 	}
 	return nil
 }
 
-// jsonUnmarshalStrictCase decodes the way apimachinery's serializers do: case-sensitive keys,
+// UnmarshalCaseSensitive decodes the way apimachinery's serializers do: case-sensitive keys,
 // so that "Type" and "type" are not confused.
-func jsonUnmarshalStrictCase(data []byte, v any) error {
+func UnmarshalCaseSensitive(data []byte, v any) error {
 	return kjson.UnmarshalCaseSensitivePreserveInts(data, v)
 }
