@@ -1,9 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,6 +46,9 @@ func resolveResource(rc *rest.Config, arg string) (resolvedResource, error) {
 	}
 	if gvk.Empty() {
 		if gvk, err = mapper.KindFor(groupResource.WithVersion("")); err != nil {
+			if !meta.IsNoMatchError(err) {
+				err = discoveryAnswer(rc, err)
+			}
 			return resolvedResource{}, discoveryError(arg, err)
 		}
 	}
@@ -83,4 +93,39 @@ func anyFlagGiven(fs *flagSet, names ...string) bool {
 		}
 	})
 	return given
+}
+
+// discoveryAnswer is what the server answered GET /api, when it refused it: client-go's
+// discovery reports a refusal whose Status it did not ask for as "unknown", having logged it,
+// so the user would never see the server's message (a 403's `User "system:anonymous" cannot
+// get path "/api"`). Otherwise it is err.
+func discoveryAnswer(rc *rest.Config, err error) error {
+	hc, herr := rest.HTTPClientFor(rc)
+	if herr != nil {
+		return err
+	}
+	u, uerr := url.Parse(rc.Host)
+	if uerr != nil {
+		return err
+	}
+	u = u.JoinPath("api")
+	req, rerr := http.NewRequest(http.MethodGet, u.String(), nil)
+	if rerr != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, derr := hc.Do(req)
+	if derr != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 400 {
+		return err
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	var st metav1.Status
+	if json.Unmarshal(body, &st) != nil || st.Kind != "Status" || st.Message == "" {
+		return err
+	}
+	return &apierrors.StatusError{ErrStatus: st}
 }

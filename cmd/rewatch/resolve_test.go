@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -143,4 +146,33 @@ func TestWatchDiscoveryUnreachable(t *testing.T) {
 	code, _, errOut := runCLI(t, context.Background(), "watch", "configmaps", "--kubeconfig", kubeconfig)
 	require.Equal(t, exitFailure, code, "stderr %q", errOut)
 	require.Contains(t, errOut, `discovery of "configmaps"`)
+}
+
+// Discovery refused (an anonymous user may not read /api) is a failure told once, with the
+// server's message: not client-go's "unknown", and no klog line on stderr besides it.
+func TestWatchDiscoveryForbidden(t *testing.T) {
+	const message = `forbidden: User "system:anonymous" cannot get path "/api"`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		b, _ := json.Marshal(map[string]any{"kind": "Status", "apiVersion": "v1", "status": "Failure",
+			"message": strings.Replace(message, "/api", r.URL.Path, 1), "reason": "Forbidden", "code": 403})
+		w.Write(b)
+	}))
+	defer srv.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	writeKubeconfigNS(t, kubeconfig, srv.URL, "team-a")
+	// klog writes to the process's stderr, not to run's: watch that too.
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	saved := os.Stderr
+	os.Stderr = w
+	code, _, errOut := runCLI(t, context.Background(), "watch", "configmaps", "--kubeconfig", kubeconfig)
+	os.Stderr = saved
+	require.NoError(t, w.Close())
+	processStderr, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.Equal(t, exitFailure, code, "stderr %q", errOut)
+	require.Equal(t, `rewatch watch: discovery of "configmaps": `+message+"\n", errOut)
+	require.Empty(t, string(processStderr), "a log line repeated the failure")
 }

@@ -11,10 +11,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/metrics"
@@ -132,6 +134,9 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if allNamespaces && res.Namespace != "" {
 		return usagef("--namespace and --all-namespaces cannot be used together: a namespace is either one or all")
 	}
+	// client-go's discovery logs what it then returns (through klog, on stderr): the error
+	// line below says it once.
+	klog.SetLogger(logr.Discard())
 	rc, contextNamespace, err := loadKubeconfig(kubeconfig, kubeContext)
 	if err != nil {
 		return err
