@@ -13,8 +13,10 @@
 //     cache.ShutDownEventHandler;
 //   - the initial state arrives as adds with isInInitialList true, and the registration's
 //     HasSynced turns true once its handler has been given all of them;
-//   - a relist (after a 410, say) is diffed against the indexer: adds for new keys, updates for
-//     every key still there, deletes for vanished keys as cache.DeletedFinalStateUnknown;
+//   - a relist (after a 410, say) is applied to the indexer item by item: adds for new keys,
+//     updates for keys whose object changed (an object at the same resourceVersion is no
+//     update, docs/semantics.md "Relists"), deletes for vanished keys as
+//     cache.DeletedFinalStateUnknown;
 //   - a handler added after the sync gets the indexer's current contents as adds (isInInitialList
 //     true);
 //   - resync delivers an update (old == new) for every cached object at the handler's period.
@@ -22,5 +24,6 @@
 // Two transports feed it: a client-go ListerWatcher (NewSharedIndexInformer has
 // cache.NewSharedIndexInformer's signature, which is also controller-runtime's
 // cache.Options.NewInformer; NewInformerFunc is for SharedInformerFactory.InformerFor), and
-// rewatch's own HTTP transport (NewHTTP).
+// rewatch's own HTTP transport (NewHTTP, ForClientset, ForRESTConfig, and package
+// informer/factory, client-go's SharedInformerFactory with every informer rewatch's).
 package informer
