@@ -7,6 +7,7 @@ import (
 
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
 )
 
 // Stats summarises a reflector's life: what it asked of the server and what it avoided.
@@ -140,8 +141,9 @@ func (c *counter) observe(t driver.Transition) {
 	if t.Cause == fsm.NoCause {
 		return
 	}
-	// What counts as a retry or a LIST avoided is the cause's declaration (fsm.CauseInfo).
-	if t.Cause.Retries() {
+	// What counts as a retry or a LIST avoided is what the cause's rule declares.
+	facts := transitions.Table.Facts(t.Cause)
+	if facts.Retry {
 		st.Retries[t.Cause]++
 	}
 	var failure *Failure
@@ -151,7 +153,7 @@ func (c *counter) observe(t driver.Transition) {
 		st.LastFailure, failure = &f, &f
 	}
 	c.noteListing(t, failure)
-	if t.Cause.AvoidsList(t.Event.Failure != nil) {
+	if facts.AvoidsList.Avoids(t.Event.Failure != nil) {
 		st.ListsAvoided++
 	}
 	// Every row out of Backoff (its timer rows, a stop) ends the wait.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
 )
 
 // The committed diagrams are read on GitHub without running anything, so they must be what
@@ -52,10 +53,10 @@ func TestMermaidHasEveryRowAsAnEdge(t *testing.T) {
 			edges = append(edges, strings.TrimSpace(l))
 		}
 	}
-	require.Len(t, edges, len(fsm.Table)+2, "one edge per row plus [*] --> Listing and Stopped --> [*]")
+	require.Len(t, edges, len(transitions.Table.Rows())+2, "one edge per row plus [*] --> Listing and Stopped --> [*]")
 	assert.Equal(t, "[*] --> Listing", edges[0])
 	assert.Equal(t, "Stopped --> [*]", edges[len(edges)-1])
-	for i, row := range fsm.Table {
+	for i, row := range transitions.Table.Rows() {
 		want := fmt.Sprintf("%s --> %s : %s", row.From, row.To, mermaidText(EdgeLabel(row)))
 		assert.Equal(t, want, edges[i+1], "row %d (%s)", i, row.Cause)
 	}
@@ -65,15 +66,15 @@ func TestMermaidHasEveryRowAsAnEdge(t *testing.T) {
 // and Backoff has an edge into that state.
 func TestMermaidWaitsSayWhereTheyLead(t *testing.T) {
 	lines := strings.Split(Mermaid(), "\n")
-	for _, row := range fsm.Table {
+	for _, row := range transitions.Table.Rows() {
 		if row.To != fsm.Backoff {
 			continue
 		}
-		in := fmt.Sprintf("    %s --> Backoff : %s", row.From, mermaidText(row.Cause.Label()+" ⇒ then "+row.Then.String()))
+		in := fmt.Sprintf("    %s --> Backoff : %s", row.From, mermaidText(transitions.Table.Label(row.Cause)+" ⇒ then "+row.Then.String()))
 		assert.Contains(t, lines, in, "row %s --%s-->", row.From, row.Cause)
-		timer, ok := fsm.Resume(row.Then)
+		timer, ok := transitions.Table.Resume(row.Then)
 		require.True(t, ok)
-		out := fmt.Sprintf("    Backoff --> %s : %s", row.Then, mermaidText(timer.Label()))
+		out := fmt.Sprintf("    Backoff --> %s : %s", row.Then, mermaidText(transitions.Table.Label(timer)))
 		assert.Contains(t, lines, out, "no way out of Backoff into %s", row.Then)
 	}
 	assert.Contains(t, Mermaid(), "    note right of Backoff\n")
@@ -82,9 +83,9 @@ func TestMermaidWaitsSayWhereTheyLead(t *testing.T) {
 }
 
 func TestEdgeLabelNamesThenOnlyForWaits(t *testing.T) {
-	assert.Equal(t, fsm.CauseServerBusy.Label()+" ⇒ then Watching",
+	assert.Equal(t, transitions.Table.Label(fsm.CauseServerBusy)+" ⇒ then Watching",
 		EdgeLabel(fsm.Transition{From: fsm.Watching, Cause: fsm.CauseServerBusy, To: fsm.Backoff, Then: fsm.Watching}))
-	assert.Equal(t, fsm.CauseExpired.Label(),
+	assert.Equal(t, transitions.Table.Label(fsm.CauseExpired),
 		EdgeLabel(fsm.Transition{From: fsm.Watching, Cause: fsm.CauseExpired, To: fsm.Relisting}))
 }
 
@@ -137,7 +138,7 @@ func TestDOTHasEveryRowAsAnEdge(t *testing.T) {
 			edges[head] = label
 		}
 	}
-	for _, row := range fsm.Table {
+	for _, row := range transitions.Table.Rows() {
 		head := fmt.Sprintf("%s -> %s", row.From, row.To)
 		require.Contains(t, edges, head, "row %s --%s-->", row.From, row.Cause)
 		assert.Contains(t, edges[head], dotCell(html.EscapeString(EdgeLabel(row))),
@@ -149,13 +150,13 @@ func TestDOTHasEveryRowAsAnEdge(t *testing.T) {
 func TestDOTLabelsAreHumanNotIDs(t *testing.T) {
 	d := DOT()
 	for _, c := range fsm.Causes() {
-		if c.String() == c.Label() {
+		if c.String() == transitions.Table.Label(c) {
 			continue // "stop" reads the same either way
 		}
 		assert.NotContains(t, d, dotCell(c.String()), "cause %s still shown by its id", c)
 	}
-	assert.Contains(t, d, dotCell(html.EscapeString(fsm.CauseServerBusy.Label()+" ⇒ then Watching")))
-	assert.Contains(t, d, dotCell(html.EscapeString(fsm.CauseInternalErrorInWindow.Label()+" ⇒ then Watching")))
+	assert.Contains(t, d, dotCell(html.EscapeString(transitions.Table.Label(fsm.CauseServerBusy)+" ⇒ then Watching")))
+	assert.Contains(t, d, dotCell(html.EscapeString(transitions.Table.Label(fsm.CauseInternalErrorInWindow)+" ⇒ then Watching")))
 }
 
 func TestDOTDeclaresEveryState(t *testing.T) {

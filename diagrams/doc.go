@@ -1,4 +1,4 @@
-// Package diagrams renders fsm.Table, the reflector's one transition table, as a Mermaid
+// Package diagrams renders transitions.Table, the reflector's one transition table, as a Mermaid
 // stateDiagram-v2 (which GitHub draws inline) and as DOT (the qmuntal/stateless graph of the
 // machine built from the table). The SVG rendering of that DOT is in the diagrams/svg module,
 // so that its Graphviz runtime stays out of the library's module graph.

@@ -7,9 +7,10 @@ import (
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/fsm/fsmcheck"
+	"github.com/rewatch/rewatch/transitions"
 )
 
-// DOT renders the stateless machine built from fsm.Table (fsmcheck.NewStateless(fsm.Listing))
+// DOT renders the stateless machine built from transitions.Table (fsmcheck.NewStateless(fsm.Listing))
 // through its own ToGraph, with each trigger id replaced by its row's EdgeLabel.
 //
 // ToGraph is kept rather than writing DOT by hand so the graph shows what the machine that
@@ -91,7 +92,7 @@ func dotLabels(g string) (string, error) {
 			continue // the start arrow, from a node that is no state
 		}
 		var pairs []string
-		for _, row := range fsm.Table {
+		for _, row := range transitions.Table.Rows() {
 			if row.From != from || row.To != to {
 				continue
 			}
@@ -105,8 +106,8 @@ func dotLabels(g string) (string, error) {
 		// One pass over the line, so a label can never be rewritten as if it were another id.
 		lines[i] = strings.NewReplacer(pairs...).Replace(l)
 	}
-	if seen != len(fsm.Table) {
-		return "", fmt.Errorf("diagrams: stateless ToGraph draws %d of the table's %d rows", seen, len(fsm.Table))
+	if seen != len(transitions.Table.Rows()) {
+		return "", fmt.Errorf("diagrams: stateless ToGraph draws %d of the table's %d rows", seen, len(transitions.Table.Rows()))
 	}
 	return strings.Join(lines, ""), nil
 }

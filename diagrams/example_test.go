@@ -6,9 +6,10 @@ import (
 
 	"github.com/rewatch/rewatch/diagrams"
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
 )
 
-// Mermaid draws fsm.Table: every state, then one edge per row, labelled with its cause's Label
+// Mermaid draws transitions.Table: every state, then one edge per row, labelled with its cause's Label
 // (and, for a wait, the state it leads on to). GitHub renders it in Markdown; `rewatch diagram`
 // prints it, DOT too.
 func ExampleMermaid() {
@@ -31,7 +32,7 @@ func ExampleMermaid() {
 
 // EdgeLabel is what the edge of one row says.
 func ExampleEdgeLabel() {
-	row, _ := fsm.Lookup(fsm.Watching, fsm.CauseExpired)
+	row, _ := transitions.Table.Lookup(fsm.Watching, fsm.CauseExpired)
 	fmt.Println(diagrams.EdgeLabel(row))
 	// Output: 410 Gone / Expired → LIST at last RV
 }

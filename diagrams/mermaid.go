@@ -5,9 +5,10 @@ import (
 	"strings"
 
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
 )
 
-// Mermaid renders fsm.Table as a Mermaid stateDiagram-v2: one edge per table row, in table
+// Mermaid renders transitions.Table as a Mermaid stateDiagram-v2: one edge per table row, in table
 // order, labelled by EdgeLabel.
 //
 // Parallel edges are not merged: one edge per row keeps "every row is an edge" checkable by
@@ -22,7 +23,7 @@ func Mermaid() string {
 		fmt.Fprintf(&b, "    %s\n", s)
 	}
 	fmt.Fprintf(&b, "    [*] --> %s\n", initialState)
-	for _, row := range fsm.Table {
+	for _, row := range transitions.Table.Rows() {
 		fmt.Fprintf(&b, "    %s --> %s : %s\n", row.From, row.To, mermaidText(EdgeLabel(row)))
 	}
 	fmt.Fprintf(&b, "    %s --> [*]\n", fsm.Stopped)
@@ -38,7 +39,7 @@ func Mermaid() string {
 }
 
 // notes say in the drawing what its edges cannot: what a wait remembers, and why Listing and
-// Relisting, which take nearly the same edges, are two states (the comment on fsm.Table).
+// Relisting, which take nearly the same edges, are two states (the comment on transitions.Table).
 var notes = []struct {
 	side  string
 	state fsm.State
@@ -67,9 +68,9 @@ var notes = []struct {
 // failure through Backoff to where it leads.
 func EdgeLabel(row fsm.Transition) string {
 	if row.To != fsm.Backoff {
-		return row.Cause.Label()
+		return transitions.Table.Label(row.Cause)
 	}
-	return row.Cause.Label() + " ⇒ then " + row.Then.String()
+	return transitions.Table.Label(row.Cause) + " ⇒ then " + row.Then.String()
 }
 
 // initialState is where every reflector starts; the table has no row into it from nowhere, so

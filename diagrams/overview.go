@@ -6,9 +6,10 @@ import (
 	"strings"
 
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
 )
 
-// OverviewEdge is one edge of the overview: every row of fsm.Table from one state to another,
+// OverviewEdge is one edge of the overview: every row of transitions.Table from one state to another,
 // said as the few things those rows mean.
 type OverviewEdge struct {
 	From, To fsm.State
@@ -16,13 +17,13 @@ type OverviewEdge struct {
 	Rows     []fsm.Transition
 }
 
-// Overview groups fsm.Table into one edge per pair of states, labelled by what its rows mean
+// Overview groups transitions.Table into one edge per pair of states, labelled by what its rows mean
 // (Meaning), for a picture a reader takes in at a glance; the full diagram (DOT, Mermaid) keeps
 // one label per row. Edges come in the order of each pair's first row.
 func Overview() []OverviewEdge {
 	var out []OverviewEdge
 	index := map[[2]fsm.State]int{}
-	for _, row := range fsm.Table {
+	for _, row := range transitions.Table.Rows() {
 		k := [2]fsm.State{row.From, row.To}
 		i, ok := index[k]
 		if !ok {
@@ -50,37 +51,38 @@ func contains(list []string, s string) bool {
 }
 
 // Meaning is what a row means for the reflector, in the overview's words. It is read from
-// where the row goes and the facts its cause declares (fsm.CauseInfo), not from a list of
+// where the row goes and the facts its cause declares (fsm.CauseFacts), not from a list of
 // causes, so a new row falls into its group by itself; a row none of the groups describes
 // keeps its own label.
 func Meaning(row fsm.Transition) string {
 	c := row.Cause
+	facts := transitions.Table.Facts(c)
 	listing := func(s fsm.State) bool { return s == fsm.Listing || s == fsm.Relisting }
 	switch {
 	case row.To == fsm.Stopped:
 		return "stop"
 	case row.From == fsm.Backoff:
-		return c.Label() // one timer row into each state: its own words
+		return transitions.Table.Label(c) // one timer row into each state: its own words
 	case row.BeginsRelist() && row.To == fsm.Backoff:
 		return "cannot resume, again → wait, relist"
 	case row.BeginsRelist():
 		return "cannot resume (410, too large RV, errors) → relist"
-	case row.From == fsm.Watching && row.To == fsm.Backoff && c.AvoidsList(false):
+	case row.From == fsm.Watching && row.To == fsm.Backoff && facts.AvoidsList.Avoids(false):
 		return "transient (429, 5xx, reset, refused once) → wait, re-WATCH, no LIST"
-	case row.From == fsm.Watching && row.To == fsm.Watching && c.Retries():
+	case row.From == fsm.Watching && row.To == fsm.Watching && facts.Retry:
 		return "stream ended or fell silent → re-WATCH at once, no LIST"
 	case row.From == fsm.Watching && row.To == fsm.Watching:
 		return "events and bookmarks"
 	case listing(row.From) && row.To == fsm.Backoff:
 		return "LIST failed or refused → wait, retry"
-	case listing(row.From) && row.To == row.From && c.Retries():
+	case listing(row.From) && row.To == row.From && facts.Retry:
 		return "answer refused as asked → ask another way"
 	case listing(row.From) && row.To == row.From:
 		return "pages and items → stage"
 	case listing(row.From) && row.To == fsm.Watching:
 		return "complete → replace the store, WATCH"
 	}
-	return c.Label()
+	return transitions.Table.Label(c)
 }
 
 // OverviewDOT renders Overview as DOT, in the full diagram's fonts and shapes, one line of its

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
 )
 
 // The overview is the table regrouped: every row on exactly one edge, the edge of its pair of
@@ -23,7 +24,7 @@ func TestOverviewHoldsEveryRowOnce(t *testing.T) {
 			seen[row]++
 		}
 	}
-	for _, row := range fsm.Table {
+	for _, row := range transitions.Table.Rows() {
 		assert.Equal(t, 1, seen[row], "row %s --%s--> %s", row.From, row.Cause, row.To)
 	}
 }
@@ -32,7 +33,7 @@ func TestOverviewHoldsEveryRowOnce(t *testing.T) {
 // row falls into a group, so the overview says in a few phrases what the table's rows do.
 func TestOverviewGroupsEveryRowButTheTimers(t *testing.T) {
 	meanings := map[string]bool{}
-	for _, row := range fsm.Table {
+	for _, row := range transitions.Table.Rows() {
 		m := Meaning(row)
 		meanings[m] = true
 		if row.To == fsm.Stopped {
@@ -40,24 +41,24 @@ func TestOverviewGroupsEveryRowButTheTimers(t *testing.T) {
 			continue
 		}
 		if row.From == fsm.Backoff {
-			assert.Equal(t, row.Cause.Label(), m)
+			assert.Equal(t, transitions.Table.Label(row.Cause), m)
 			continue
 		}
-		assert.NotEqual(t, row.Cause.Label(), m, "row %s --%s--> %s is in no group", row.From, row.Cause, row.To)
+		assert.NotEqual(t, transitions.Table.Label(row.Cause), m, "row %s --%s--> %s is in no group", row.From, row.Cause, row.To)
 	}
-	assert.Less(t, len(meanings), len(fsm.Table)/3, "the overview should say the table in far fewer phrases than rows")
+	assert.Less(t, len(meanings), len(transitions.Table.Rows())/3, "the overview should say the table in far fewer phrases than rows")
 }
 
 // What a reader learns from the overview must be true of the rows: a row grouped as "no LIST"
 // avoids a LIST, one grouped as a relist begins one.
 func TestOverviewMeaningsAgreeWithTheFacts(t *testing.T) {
-	for _, row := range fsm.Table {
+	for _, row := range transitions.Table.Rows() {
 		switch m := Meaning(row); {
 		case row.BeginsRelist():
 			assert.Contains(t, m, "relist", "row %s", row.Cause)
-		case row.From == fsm.Watching && row.To != fsm.Stopped && row.Cause.Retries():
+		case row.From == fsm.Watching && row.To != fsm.Stopped && transitions.Table.Facts(row.Cause).Retry:
 			assert.Contains(t, m, "no LIST", "row %s", row.Cause)
-			assert.True(t, row.Cause.AvoidsList(false) || row.Cause.AvoidsList(true), "row %s", row.Cause)
+			assert.True(t, transitions.Table.Facts(row.Cause).AvoidsList.Avoids(false) || transitions.Table.Facts(row.Cause).AvoidsList.Avoids(true), "row %s", row.Cause)
 		}
 	}
 }

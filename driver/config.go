@@ -32,7 +32,7 @@ type Config struct {
 	// Logger receives structured logs. Default: slog.Default(), so that a failing reflector
 	// is never silent; slog.New(slog.DiscardHandler) silences it.
 	Logger *slog.Logger
-	// Checked validates every transition against the stateless machine built from fsm.Table.
+	// Checked validates every transition against the stateless machine built from transitions.Table.
 	Checked bool
 
 	// ResyncPeriod, when positive and the Store is a Resyncer (client-go's cache.Store and

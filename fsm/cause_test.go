@@ -7,38 +7,57 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The facts a cause declares about where it leads must agree with the rows fsm.Table gives it:
-// the declaration says why, the table says where, and neither may contradict the other.
-func TestCauseFactsAgreeWithTheTable(t *testing.T) {
-	for _, c := range Causes() {
-		info := c.Info()
-		var rows []Transition
-		for _, row := range Table {
-			if row.Cause == c {
-				rows = append(rows, row)
-			}
-		}
-		require.NotEmpty(t, rows, "cause %s has no row", c)
-		for _, row := range rows {
-			leadsTo := row.To
-			if row.To == Backoff {
-				leadsTo = row.Then
-			}
-			assert.Equal(t, row.From == Watching && leadsTo == Relisting, c.BeginsRelist(),
-				"%s: a cause begins a relist when its rows lead from Watching to Relisting: row %+v", c, row)
-			if info.AvoidsList != AvoidsNoList {
-				assert.Equal(t, Watching, leadsTo, "%s avoids a LIST, so it must lead back to the watch: row %+v", c, row)
-			}
-			if info.Accepted {
-				assert.NotEqual(t, Backoff, row.To, "%s says the server accepted a request but waits", c)
-			}
-		}
-		if info.AvoidsList != AvoidsNoList || c.BeginsRelist() {
-			assert.True(t, info.Retry, "%s is a watch failure answered by another try, so a retry", c)
-		}
-		if info.Retry {
-			assert.False(t, info.Accepted, "%s: a retry answers a failure, not an accepted request", c)
-		}
+// The facts a cause declares must agree with the rows the table gives it: the declaration says
+// why, the table says where, and neither may contradict the other. NewTable refuses facts that do.
+func TestNewTableRefusesFactsTheRowsContradict(t *testing.T) {
+	rows := []Transition{
+		{From: Backoff, Cause: CauseRetryWatch, To: Watching},
+		{From: Backoff, Cause: CauseRetryRelist, To: Relisting},
+		{From: Watching, Cause: CauseExpired, To: Relisting},
+		{From: Watching, Cause: CauseServerBusy, To: Backoff, Then: Watching},
+		{From: Watching, Cause: CauseWatchOpened, To: Watching},
+	}
+	base := []CauseFacts{
+		{Cause: CauseRetryWatch}, {Cause: CauseRetryRelist},
+		{Cause: CauseExpired, Retry: true}, {Cause: CauseServerBusy, Retry: true, AvoidsList: AvoidsList},
+		{Cause: CauseWatchOpened, Accepted: true},
+	}
+	with := func(change func(f []CauseFacts) []CauseFacts) []CauseFacts {
+		return change(append([]CauseFacts{}, base...))
+	}
+	for _, c := range []struct {
+		name  string
+		facts []CauseFacts
+		err   string
+	}{
+		{"a cause that avoids a LIST but relists", with(func(f []CauseFacts) []CauseFacts {
+			f[2].AvoidsList = AvoidsList
+			return f
+		}), "expired avoids a LIST, so it must lead back to the watch"},
+		{"an accepted request that waits", with(func(f []CauseFacts) []CauseFacts {
+			f[3] = CauseFacts{Cause: CauseServerBusy, Accepted: true}
+			return f
+		}), "server-busy says the server accepted a request but waits"},
+		{"a relist that is no retry", with(func(f []CauseFacts) []CauseFacts {
+			f[2].Retry = false
+			return f
+		}), "expired is a watch failure answered by another try, so a retry"},
+		{"a retry that was accepted", with(func(f []CauseFacts) []CauseFacts {
+			f[4].Retry = true
+			return f
+		}), "watch-opened: a retry answers a failure, not an accepted request"},
+		{"a cause declared twice", with(func(f []CauseFacts) []CauseFacts {
+			return append(f, CauseFacts{Cause: CauseExpired, Retry: true})
+		}), "cause expired is declared twice"},
+		{"a cause without rows", with(func(f []CauseFacts) []CauseFacts {
+			return append(f, CauseFacts{Cause: CauseListItem})
+		}), "cause list-item has no row"},
+		{"a cause not declared", base, "cause start is not declared"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewTable(rows, c.facts)
+			assert.ErrorContains(t, err, c.err)
+		})
 	}
 }
 
@@ -49,7 +68,7 @@ func TestCauseAliasesRead(t *testing.T) {
 		ids[c.String()] = true
 	}
 	for _, c := range Causes() {
-		for _, alias := range c.Info().Aliases {
+		for _, alias := range causeIDs[c].Aliases {
 			assert.False(t, ids[alias], "alias %q of %s is another cause's id", alias, c)
 			var got Cause
 			require.NoError(t, got.UnmarshalText([]byte(alias)))

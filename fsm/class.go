@@ -2,7 +2,7 @@ package fsm
 
 // Class is what a failure means for the reflector, independent of where it happened: the
 // reading transitions.classify gives a Failure before the state picks its cause. A cause's
-// declaration (CauseInfo.Classes) names the classes that can lead to it.
+// rule (transitions) reads the classes that lead to it (fsm.CauseFacts.Classes).
 type Class uint8
 
 const (

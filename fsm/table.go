@@ -1,8 +1,10 @@
 package fsm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Transition is one row of the table: in state From, cause Cause leads to state To; and, for a
@@ -29,11 +31,17 @@ func (t Transition) BeginsRelist() bool {
 	return t.From == Watching && (t.To == Relisting || t.To == Backoff && t.Then == Relisting)
 }
 
-// Table is the reflector's transition table, and with Transition.Then the whole of its
-// control flow: which causes each state admits, where each leads, and where each wait resumes.
-// transitions.Step classifies each event into a Cause and ignores it unless the row (state,
-// cause) is here; the row gives the target, and for a wait, what follows it. The stateless
-// machine, the diagrams and the property tests are built from the same rows.
+// Table is a checked transition table, and with Transition.Then the whole of the reflector's
+// control flow: which causes each state admits, where each leads, and where each wait resumes;
+// with each cause's facts beside its rows. transitions.Step reads each event as a Cause and
+// ignores it unless the row (state, cause) is here; the row gives the target, and for a wait,
+// what follows it. The stateless machine, the diagrams and the property tests are built from
+// the same rows.
+//
+// The reflector's table is transitions.Table, derived from transitions' rules (one declaration
+// per cause: how an event is read as it, its rows, its facts, its effect); fsm holds the type
+// and its checks so that every reader of the table — fsmcheck, the diagrams, the stats — reads
+// it the same way, and a table that breaks them is refused when it is built (NewTable).
 //
 // Listing and Relisting both list, and their rows differ only in CauseStart, which only the
 // first fill takes, and in where a failed LIST resumes after its wait (each retries itself).
@@ -41,121 +49,60 @@ func (t Transition) BeginsRelist() bool {
 // "Initial LIST"): nothing has synced yet. Relisting refills a synced store after the watch
 // could not be resumed, at the last observed resourceVersion (docs/semantics.md, "Relist after a
 // watch failure"), and the store keeps serving the old state until the Replace.
-var Table = []Transition{
-	// Listing: the first fill, at RV 0.
-	{From: Listing, Cause: CauseStart, To: Listing},
-	{From: Listing, Cause: CauseListItem, To: Listing},
-	{From: Listing, Cause: CauseListPageMore, To: Listing},
-	{From: Listing, Cause: CauseListComplete, To: Watching},
-	{From: Listing, Cause: CauseListExpired, To: Listing},
-	{From: Listing, Cause: CauseContinueExpired, To: Listing},
-	{From: Listing, Cause: CauseListFailed, To: Backoff, Then: Listing},
-	{From: Listing, Cause: CauseListRejected, To: Backoff, Then: Listing},
-	{From: Listing, Cause: CauseWatchListOpened, To: Listing},
-	{From: Listing, Cause: CauseInitialEvent, To: Listing},
-	{From: Listing, Cause: CauseInitialEventsEnd, To: Watching},
-	{From: Listing, Cause: CauseWatchListUnsupported, To: Listing},
-	{From: Listing, Cause: CauseInitialTransferCut, To: Backoff, Then: Listing},
-	{From: Listing, Cause: CauseWholeListRefused, To: Listing},
-	{From: Listing, Cause: CausePageTooLarge, To: Listing},
-	{From: Listing, Cause: CauseStop, To: Stopped},
-
-	{From: Watching, Cause: CauseWatchOpened, To: Watching},
-	{From: Watching, Cause: CauseWatchEvent, To: Watching},
-	{From: Watching, Cause: CauseServerBusy, To: Backoff, Then: Watching},
-	{From: Watching, Cause: CauseInternalErrorInWindow, To: Backoff, Then: Watching},
-	{From: Watching, Cause: CauseInternalErrorPastWindow, To: Relisting},
-	{From: Watching, Cause: CauseConnectFailed, To: Backoff, Then: Watching},
-	{From: Watching, Cause: CauseStreamEnded, To: Watching},
-	{From: Watching, Cause: CauseStreamEndedQuickly, To: Backoff, Then: Watching},
-	{From: Watching, Cause: CauseExpired, To: Relisting},
-	{From: Watching, Cause: CauseExpiredAgain, To: Backoff, Then: Relisting},
-	{From: Watching, Cause: CauseExpiredYoungCache, To: Watching},
-	// A watch cache lagging etcd answers a re-watch "too large" until it catches up: the relist
-	// at "" waits first, or every round would cost a consistent LIST at once.
-	{From: Watching, Cause: CauseTooLargeRV, To: Backoff, Then: Relisting},
-	{From: Watching, Cause: CauseWatchRejectedOnce, To: Backoff, Then: Watching},
-	{From: Watching, Cause: CauseWatchRejected, To: Backoff, Then: Relisting},
-	// A relist that a relist rule holds back, whichever row above it would have taken: it
-	// waits, then lists (transitions' relistRow). No run takes it unless a rule is configured.
-	{From: Watching, Cause: CauseRelistDeferred, To: Backoff, Then: Relisting},
-	// The watch's deadline: a stream silent past its bound is replaced, one still delivering
-	// gets its next deadline (docs/semantics.md, "silent watch").
-	{From: Watching, Cause: CauseWatchSilent, To: Watching},
-	{From: Watching, Cause: CauseSilenceCheck, To: Watching},
-	{From: Watching, Cause: CauseStop, To: Stopped},
-
-	// Backoff: one timer row for each state a wait can lead to; Snapshot.Next picks it.
-	{From: Backoff, Cause: CauseRetryWatch, To: Watching},
-	{From: Backoff, Cause: CauseRetryRelist, To: Relisting},
-	{From: Backoff, Cause: CauseRetryList, To: Listing},
-	{From: Backoff, Cause: CauseStop, To: Stopped},
-
-	// Relisting: Listing's rows but CauseStart, at the last RV, resuming itself after a wait.
-	{From: Relisting, Cause: CauseListItem, To: Relisting},
-	{From: Relisting, Cause: CauseListPageMore, To: Relisting},
-	{From: Relisting, Cause: CauseListComplete, To: Watching},
-	{From: Relisting, Cause: CauseListExpired, To: Relisting},
-	{From: Relisting, Cause: CauseContinueExpired, To: Relisting},
-	{From: Relisting, Cause: CauseListFailed, To: Backoff, Then: Relisting},
-	{From: Relisting, Cause: CauseListRejected, To: Backoff, Then: Relisting},
-	{From: Relisting, Cause: CauseWatchListOpened, To: Relisting},
-	{From: Relisting, Cause: CauseInitialEvent, To: Relisting},
-	{From: Relisting, Cause: CauseInitialEventsEnd, To: Watching},
-	{From: Relisting, Cause: CauseWatchListUnsupported, To: Relisting},
-	{From: Relisting, Cause: CauseInitialTransferCut, To: Backoff, Then: Relisting},
-	{From: Relisting, Cause: CauseWholeListRefused, To: Relisting},
-	{From: Relisting, Cause: CausePageTooLarge, To: Relisting},
-	{From: Relisting, Cause: CauseStop, To: Stopped},
+type Table struct {
+	rows []Transition
+	// rowAt holds the rows by (from, cause) so that the hot path finds a row in one load; a
+	// cause not permitted in a state has a zero entry (its Cause is NoCause).
+	rowAt [numStates][numCauses]Transition
+	// resumes holds the cause of Backoff's timer row into each state.
+	resumes [numStates]Cause
+	// relists says which causes' rows begin a relist.
+	relists [numCauses]bool
+	facts   [numCauses]CauseFacts
 }
 
 const numStates = int(Stopped) + 1
 
-// index holds Table by (from, cause) so that the hot path finds a row in one load, and by the
-// state each Backoff timer row leads to. A cause not permitted in a state has a zero entry
-// (its Cause is NoCause). relists says which causes' rows begin a relist.
-type index struct {
-	rows    [numStates][numCauses]Transition
-	resumes [numStates]Cause
-	relists [numCauses]bool
-}
-
-var tableIndex = func() *index {
-	x, err := indexTable(Table)
-	if err != nil {
-		panic(err)
-	}
-	return x
-}()
-
-// indexTable checks a table and indexes it. The checks are what lets Snapshot.Next be the only
-// thing a wait remembers: every row into Backoff names a Then, and Backoff has exactly one
-// timer row into each Then; and what lets a wait's cause say whether it begins a relist: a
-// cause's rows begin a relist all or none.
-func indexTable(table []Transition) (*index, error) {
-	x := new(index)
+// NewTable checks rows and the facts of their causes and builds the table. Its rows are kept in
+// (From, Cause) order, whatever order they came in: the order the diagrams draw them in.
+//
+// The checks are what lets Snapshot.Next be the only thing a wait remembers: every row into
+// Backoff names a Then, and Backoff has exactly one timer row into each Then; what lets a
+// wait's cause say whether it begins a relist: a cause's rows begin a relist all or none; and
+// that the facts say nothing the rows contradict: every cause is declared once and has rows, a
+// cause that avoids a LIST leads back to the watch, one the server accepted does not wait, a
+// watch failure answered by another try (avoiding a LIST or beginning a relist) is a retry, and
+// a retry is no accepted request.
+func NewTable(rows []Transition, facts []CauseFacts) (*Table, error) {
+	t := &Table{rows: slices.Clone(rows)}
+	slices.SortStableFunc(t.rows, func(a, b Transition) int {
+		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.Cause, b.Cause))
+	})
 	var errs []error
-	for _, row := range table {
+	for _, row := range t.rows {
 		if int(row.From) >= numStates || int(row.To) >= numStates || int(row.Then) >= numStates ||
 			row.Cause == NoCause || row.Cause >= numCauses {
 			errs = append(errs, fmt.Errorf("row %+v is out of range", row))
 			continue
 		}
-		if x.rows[row.From][row.Cause].Cause != NoCause {
+		if t.rowAt[row.From][row.Cause].Cause != NoCause {
 			errs = append(errs, fmt.Errorf("duplicate row %s --%s-->", row.From, row.Cause))
 		}
-		x.rows[row.From][row.Cause] = row
-		x.relists[row.Cause] = x.relists[row.Cause] || row.BeginsRelist()
+		t.rowAt[row.From][row.Cause] = row
+		t.relists[row.Cause] = t.relists[row.Cause] || row.BeginsRelist()
 		if row.From != Backoff || row.To == Stopped {
 			continue
 		}
-		if x.resumes[row.To] != NoCause {
-			errs = append(errs, fmt.Errorf("Backoff has two timer rows into %s: %s and %s", row.To, x.resumes[row.To], row.Cause))
+		if t.resumes[row.To] != NoCause {
+			errs = append(errs, fmt.Errorf("Backoff has two timer rows into %s: %s and %s", row.To, t.resumes[row.To], row.Cause))
 		}
-		x.resumes[row.To] = row.Cause
+		t.resumes[row.To] = row.Cause
 	}
-	for _, row := range table {
-		if x.relists[row.Cause] && !row.BeginsRelist() {
+	for _, row := range t.rows {
+		if row.Cause == NoCause || row.Cause >= numCauses {
+			continue
+		}
+		if t.relists[row.Cause] && !row.BeginsRelist() {
 			errs = append(errs, fmt.Errorf("row %s --%s--> %s does not begin a relist, but another row of %s does", row.From, row.Cause, row.To, row.Cause))
 		}
 		switch {
@@ -169,49 +116,127 @@ func indexTable(table []Transition) (*index, error) {
 			errs = append(errs, fmt.Errorf("row %s --%s--> Backoff has no Then (or Then: Listing, which only Listing's own rows may have)", row.From, row.Cause))
 		case row.Then == Backoff || row.Then == Stopped:
 			errs = append(errs, fmt.Errorf("row %s --%s--> Backoff: a wait cannot lead to %s", row.From, row.Cause, row.Then))
-		case x.resumes[row.Then] == NoCause:
+		case t.resumes[row.Then] == NoCause:
 			errs = append(errs, fmt.Errorf("row %s --%s--> Backoff leads on to %s, but Backoff has no timer row into it", row.From, row.Cause, row.Then))
 		}
+	}
+	if facts != nil {
+		errs = append(errs, t.checkFacts(facts)...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("fsm: bad transition table: %w", err)
 	}
-	return x, nil
+	return t, nil
 }
+
+// checkFacts files each cause's facts and checks them against its rows.
+func (t *Table) checkFacts(facts []CauseFacts) []error {
+	var errs []error
+	declared := [numCauses]bool{}
+	for _, f := range facts {
+		c := f.Cause
+		if c == NoCause || c >= numCauses {
+			errs = append(errs, fmt.Errorf("facts of %s: no such cause", c))
+			continue
+		}
+		if declared[c] {
+			errs = append(errs, fmt.Errorf("cause %s is declared twice", c))
+		}
+		declared[c] = true
+		t.facts[c] = f
+		var rows int
+		for _, row := range t.rows {
+			if row.Cause != c {
+				continue
+			}
+			rows++
+			leadsTo := row.To
+			if row.To == Backoff {
+				leadsTo = row.Then
+			}
+			if f.AvoidsList != AvoidsNoList && leadsTo != Watching {
+				errs = append(errs, fmt.Errorf("%s avoids a LIST, so it must lead back to the watch: row %s --%s--> %s", c, row.From, c, row.To))
+			}
+			if f.Accepted && row.To == Backoff {
+				errs = append(errs, fmt.Errorf("%s says the server accepted a request but waits", c))
+			}
+		}
+		if rows == 0 {
+			errs = append(errs, fmt.Errorf("cause %s has no row", c))
+		}
+		if (f.AvoidsList != AvoidsNoList || t.relists[c]) && !f.Retry {
+			errs = append(errs, fmt.Errorf("%s is a watch failure answered by another try, so a retry", c))
+		}
+		if f.Retry && f.Accepted {
+			errs = append(errs, fmt.Errorf("%s: a retry answers a failure, not an accepted request", c))
+		}
+	}
+	for c := NoCause + 1; c < numCauses; c++ {
+		if !declared[c] {
+			errs = append(errs, fmt.Errorf("cause %s is not declared", c))
+		}
+	}
+	return errs
+}
+
+// Rows returns the table's rows, in (From, Cause) order.
+func (t *Table) Rows() []Transition { return slices.Clone(t.rows) }
 
 // Lookup returns the row of the table for cause in state from, and whether there is one: a
 // cause the table does not permit in a state is an event that state ignores.
-func Lookup(from State, cause Cause) (Transition, bool) {
+func (t *Table) Lookup(from State, cause Cause) (Transition, bool) {
 	if int(from) >= numStates || cause >= numCauses {
 		return Transition{}, false
 	}
-	row := tableIndex.rows[from][cause]
+	row := t.rowAt[from][cause]
 	return row, row.Cause != NoCause
 }
 
 // Target returns where cause leads from state, and whether the table permits it at all.
-func Target(from State, cause Cause) (State, bool) {
-	row, ok := Lookup(from, cause)
+func (t *Table) Target(from State, cause Cause) (State, bool) {
+	row, ok := t.Lookup(from, cause)
 	return row.To, ok
 }
 
 // Resume returns the cause of Backoff's timer row into next: the transition a wait that
 // leads to next takes when its timer fires. ok is false when no wait leads to next.
-func Resume(next State) (Cause, bool) {
+func (t *Table) Resume(next State) (Cause, bool) {
 	if int(next) >= numStates {
 		return NoCause, false
 	}
-	c := tableIndex.resumes[next]
+	c := t.resumes[next]
 	return c, c != NoCause
 }
 
 // Permitted lists the causes the table permits in state, in table order.
-func Permitted(state State) []Cause {
+func (t *Table) Permitted(state State) []Cause {
 	var out []Cause
-	for _, row := range Table {
+	for _, row := range t.rows {
 		if row.From == state {
 			out = append(out, row.Cause)
 		}
 	}
 	return out
 }
+
+// Facts returns the facts declared for cause (the zero CauseFacts for a value that is no cause).
+func (t *Table) Facts(c Cause) CauseFacts {
+	if c < numCauses {
+		return t.facts[c]
+	}
+	return CauseFacts{}
+}
+
+// Label is the cause's diagram label, or its ID where it has none.
+func (t *Table) Label(c Cause) string {
+	if c < numCauses && t.facts[c].Label != "" {
+		return t.facts[c].Label
+	}
+	return c.String()
+}
+
+// BeginsRelist reports whether the cause's rows begin a relist (Transition.BeginsRelist): it
+// ends a watch that cannot be resumed, so the synced store is listed again, at once or after a
+// wait. The table holds a cause's rows to all begin a relist or none, so that a wait's cause
+// (Snapshot.Cause in Backoff) says whether its timer begins one.
+func (t *Table) BeginsRelist(c Cause) bool { return c < numCauses && t.relists[c] }

@@ -134,7 +134,7 @@ func TestJournalV2FromTheStormReplays(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// A cause renamed since a journal was written is read by its old id (fsm.CauseInfo.Aliases):
+// A cause renamed since a journal was written is read by its old id (fsm's causeIDs, Aliases):
 // a v3 journal that says too-many-requests for server-busy replays to the same decisions.
 func TestJournalWithARenamedCauseReplays(t *testing.T) {
 	r := scriptedRunOn(t, transitions.MustNew(transcriptConfig(nil)),

@@ -326,7 +326,7 @@ func TestPropertyStopFromAnyState(t *testing.T) {
 }
 
 // docs/design.md "The hot path and stateless": every transition Step takes is one the table
-// allows, checked against the qmuntal/stateless machine built from fsm.Table, and every wait
+// allows, checked against the qmuntal/stateless machine built from transitions.Table, and every wait
 // leads where its row's Then says.
 func TestPropertyEveryTransitionIsInTheTable(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {

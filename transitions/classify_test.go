@@ -171,12 +171,12 @@ func TestClassifiedFailuresTakeTheirCause(t *testing.T) {
 		we := fsm.Event{Kind: fsm.EvWatchOpenFailed, Now: benchT0, Request: w.Request, Failure: c.failure}
 		got := m.Classify(&w, &we)
 		assert.Equal(t, watchCause[c.want], got, "%s opening a watch", c.name)
-		assert.True(t, got.Classes().Has(c.want), "%s: cause %s does not declare class %s", c.name, got, c.want)
+		assert.True(t, Table.Facts(got).Classes.Has(c.want), "%s: cause %s does not declare class %s", c.name, got, c.want)
 
 		le := fsm.Event{Kind: fsm.EvListFailed, Now: benchT0, Request: listing.Request, Failure: c.failure}
 		got = m.Classify(&listing, &le)
 		assert.Equal(t, listCause[c.want], got, "%s answering the first LIST", c.name)
-		assert.True(t, got.Classes().Has(c.want), "%s: cause %s does not declare class %s", c.name, got, c.want)
+		assert.True(t, Table.Facts(got).Classes.Has(c.want), "%s: cause %s does not declare class %s", c.name, got, c.want)
 	}
 }
 

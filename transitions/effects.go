@@ -4,146 +4,11 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 )
 
-// effects updates s and emits the commands of the table row the event takes, for the cause the
-// event was read as: the row's own cause, or, for a relist the relist rules held back (the
-// row's cause is then fsm.CauseRelistDeferred), the watch failure that began it. s.State and
-// s.Cause are still those the event arrived in.
-//
-// What the cause's declaration says (fsm.CauseInfo) and what the row says are applied here for
-// every cause alike: a cause the server accepted a request with resets the Retry-After run; a
-// row that begins a relist goes through beginRelist, and any other row into Backoff arms its
-// timer, after the cause's own effects. The switch holds only what is particular to one cause.
-func (m *Machine) effects(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, row fsm.Transition, out *[]fsm.Command) {
-	if cause.Accepted() {
-		accepted(s)
-	}
-	switch cause {
-	case fsm.CauseWatchEvent:
-		m.watchEvent(s, e, out)
-	case fsm.CauseWatchOpened, fsm.CauseWatchListOpened:
-		streamOpened(s, e)
-	case fsm.CauseSilenceCheck:
-		s.Watch.Silence.Timer = 0 // keepDeadline arms the next
-	case fsm.CauseWatchSilent:
-		m.watchSilent(s, out)
-
-	case fsm.CauseStart:
-		m.startListing(s, out)
-	case fsm.CauseListItem:
-		stageItem(s, e, out)
-	case fsm.CauseListPageMore:
-		pageAnswered(s)
-		stagePage(s, e, out)
-		m.listPage(s, out, pageContinue, e.Continue)
-	case fsm.CauseListComplete:
-		stagePage(s, e, out)
-		m.replaceAndWatch(s, e.ResourceVersion, e.Now, out)
-	case fsm.CauseListExpired:
-		m.endRequest(s, e, out)
-		discardStaged(s, out)
-		s.RVUnusable = true
-		m.startListing(s, out)
-	case fsm.CauseContinueExpired:
-		discardStaged(s, out)
-		m.listPage(s, out, pageFull, "")
-	case fsm.CausePageTooLarge:
-		m.shrinkPage(s, e, out)
-	case fsm.CauseWholeListRefused:
-		// Asking for the same whole list again at every backoff step would fail the same way:
-		// page from now on, at once (docs/semantics.md, "A list that cannot be served whole").
-		m.endRequest(s, e, out)
-		discardStaged(s, out)
-		s.Server.WholeListsFail = true
-		m.startListing(s, out)
-	case fsm.CauseListFailed, fsm.CauseListRejected, fsm.CauseInitialTransferCut:
-		// A continuation page the server refused (400: a token it cannot read) is not retried:
-		// the same token would be refused forever. The listing starts again from page 1 after
-		// the wait, as client-go's does (docs/semantics.md, "Initial LIST").
-		// Nor is a token the server said has expired (when whole lists fail, so that no full
-		// list can replace the pages: listCause).
-		resumable := s.List.Continuing && !s.List.Streaming && row.Cause != fsm.CauseListRejected &&
-			!unusableRV(e.Failure)
-		m.endRequest(s, e, out)
-		if !resumable {
-			// A first page or a watch-list stream has nothing to resume from.
-			discardStaged(s, out)
-			s.List.Continue = ""
-		} else {
-			// The page is retried whole with its token: what came of it goes.
-			discardPageItems(s, out)
-		}
-	case fsm.CauseInitialEvent:
-		if e.Type != fsm.Bookmark {
-			s.List.Staged++
-			emit(out, fsm.Command{Kind: fsm.CmdStage, Type: e.Type, Key: e.Key, Object: e.Object, Items: e.Items, ItemCount: e.ItemCount})
-		}
-	case fsm.CauseInitialEventsEnd:
-		// The stream that delivered the initial state goes on as the watch: a watch that
-		// opens now, with nothing delivered yet.
-		m.replace(s, e.ResourceVersion, e.Now, out)
-		streamClosed(s)
-		streamOpened(s, e)
-	case fsm.CauseWatchListUnsupported:
-		discardStaged(s, out)
-		s.Server.WatchListUnsupported = true
-		m.startListing(s, out)
-
-	case fsm.CauseServerBusy, fsm.CauseConnectFailed, fsm.CauseStreamEndedQuickly:
-		m.watchFailed(s, e, out)
-	case fsm.CauseWatchRejectedOnce, fsm.CauseWatchRejected:
-		m.watchFailed(s, e, out)
-		s.Watch.Rejected = true
-	case fsm.CauseInternalErrorInWindow:
-		m.noteInternalError(s, e)
-		m.watchFailed(s, e, out)
-	case fsm.CauseInternalErrorPastWindow:
-		// The streak is spent: relist. The completed LIST ends the streak, so a lasting outage
-		// costs one LIST per window, not one per error.
-		m.watchFailed(s, e, out)
-	case fsm.CauseStreamEnded:
-		m.watchFailed(s, e, out)
-		m.openWatch(s, out)
-	case fsm.CauseExpired, fsm.CauseExpiredAgain:
-		s.Watch.ExpiredStreak++
-		m.watchFailed(s, e, out)
-	case fsm.CauseExpiredYoungCache:
-		s.Watch.FreshTried = true
-		m.watchFailed(s, e, out)
-		m.openWatch(s, out)
-		(*out)[len(*out)-1].FreshConnection = true
-	case fsm.CauseTooLargeRV:
-		s.RVUnusable = true
-		m.watchFailed(s, e, out)
-
-	case fsm.CauseRetryWatch:
-		s.Wait.Timer = 0
-		m.openWatch(s, out)
-	case fsm.CauseRetryRelist, fsm.CauseRetryList:
-		s.Wait.Timer = 0
-		switch {
-		case s.List.Continue != "":
-			m.listPage(s, out, pageContinue, s.List.Continue)
-		case s.Cause.BeginsRelist():
-			// The wait was begun by a row that begins a relist: its first LIST goes out now.
-			m.relistNow(s, e, out)
-		default:
-			m.startListing(s, out)
-		}
-
-	case fsm.CauseStop:
-		m.stop(s, out)
-	}
-	switch {
-	case row.BeginsRelist():
-		m.beginRelist(s, e, row, out)
-	case row.To == fsm.Backoff:
-		m.backoff(s, row, m.delay(s, e, row.Then), out)
-	}
-	m.keepDeadline(s, e, row, out)
-}
+// The effects the rules share (rules_*.go): a watch's frames and its end, a request's end,
+// the stream's bookkeeping and the stop.
 
 // watchEvent is the hot path: one ADDED/MODIFIED/DELETED/BOOKMARK frame on an open watch.
-func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) {
+func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out []fsm.Command) []fsm.Command {
 	if !s.Watch.Open {
 		// A frame proves the stream is open even if the driver reported no headers event.
 		streamOpened(s, e)
@@ -157,8 +22,9 @@ func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 	s.Watch.ExpiredStreak, s.Watch.FreshTried = 0, false
 	frameHeard(s, e.Now)
 	if e.Type != fsm.Bookmark {
-		emit(out, fsm.Command{Kind: fsm.CmdApply, Type: e.Type, Key: e.Key, ResourceVersion: e.ResourceVersion, Object: e.Object})
+		out = append(out, fsm.Command{Kind: fsm.CmdApply, Type: e.Type, Key: e.Key, ResourceVersion: e.ResourceVersion, Object: e.Object})
 	}
+	return out
 }
 
 // watchFailed closes the books on the current watch. A watch that stayed open past the
@@ -171,6 +37,14 @@ func (m *Machine) watchFailed(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command)
 		s.Watch.QuickEnds = 0
 	}
 	m.endRequest(s, e, out)
+}
+
+// quickEnd: the watch ended within QuickWatch of opening without moving the RV. A bookmark
+// that repeats the RV the watch opened at is nothing delivered: a server that answers every
+// watch with one and then ends it would otherwise be re-watched at once, forever
+// (docs/semantics.md, "watch stream ends").
+func (m *Machine) quickEnd(s *fsm.Snapshot, e *fsm.Event) bool {
+	return !s.Watch.Progressed && (!s.Watch.Open || e.Now.Sub(s.Watch.OpenedAt) < m.cfg.QuickWatch)
 }
 
 // endRequest forgets the request in flight. An ERROR frame arrives on a stream that may still
@@ -196,7 +70,7 @@ func streamClosed(s *fsm.Snapshot) {
 
 // noteInternalError starts a streak at its first error. Later errors do not move the start:
 // time spent waiting between them is part of the streak's age, never a reason to forget it.
-func (m *Machine) noteInternalError(s *fsm.Snapshot, e *fsm.Event) {
+func noteInternalError(s *fsm.Snapshot, e *fsm.Event) {
 	if s.InternalErrors.Start.IsZero() {
 		s.InternalErrors.Start, s.InternalErrors.Rewatches = e.Now, 0
 	}

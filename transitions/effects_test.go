@@ -105,11 +105,11 @@ var (
 	watchListOn = Config{WatchList: true}
 )
 
-// rowCases has one case per row of fsm.Table: TestEveryTableRowHasItsEffects fails for a row
+// rowCases has one case per row of Table: TestEveryTableRowHasItsEffects fails for a row
 // without one, so a new row comes with what it must do.
 func rowCases() map[fsm.Transition]rowCase {
 	row := func(from fsm.State, c fsm.Cause) fsm.Transition {
-		r, ok := fsm.Lookup(from, c)
+		r, ok := Table.Lookup(from, c)
 		if !ok {
 			panic(fmt.Sprintf("no row %s --%s-->", from, c))
 		}
@@ -276,13 +276,13 @@ func rowCases() map[fsm.Transition]rowCase {
 	return cases
 }
 
-// Every row of fsm.Table, stepped: the event takes exactly that row, and the row does what its
+// Every row of Table, stepped: the event takes exactly that row, and the row does what its
 // kind of row must do — a row into Backoff arms one timer for its cause and remembers its Then,
 // a row into a listing state or out of Backoff issues the request it goes on with, a row that
 // completes a listing replaces the store — and gives exactly the commands its case lists.
 func TestEveryTableRowHasItsEffects(t *testing.T) {
 	cases := rowCases()
-	for _, row := range fsm.Table {
+	for _, row := range Table.Rows() {
 		name := fmt.Sprintf("%s --%s--> %s", row.From, row.Cause, row.To)
 		t.Run(name, func(t *testing.T) {
 			c, ok := cases[row]
@@ -337,7 +337,7 @@ func checkRowKind(t *testing.T, row fsm.Transition, before, after fsm.Snapshot, 
 		assert.True(t, after.Synced)
 		assert.Zero(t, after.List.Staged)
 	}
-	if row.Cause.Accepted() {
+	if Table.Facts(row.Cause).Accepted {
 		assert.Zero(t, after.RetryAfter.Repeats, "%s: the server accepted a request", row.Cause)
 	}
 	if len(out) > 0 && (out[len(out)-1].Kind == fsm.CmdListPage || out[len(out)-1].Kind == fsm.CmdOpenWatch) {
@@ -380,13 +380,13 @@ func kindsString(kinds []fsm.CommandKind) string {
 // has no failure row left unclassified, every cause with classes is a row somewhere.
 func TestEveryFailureCauseHasARow(t *testing.T) {
 	for _, c := range fsm.Causes() {
-		if c.Classes() == 0 {
+		if Table.Facts(c).Classes == 0 {
 			continue
 		}
 		found := false
-		for _, row := range fsm.Table {
+		for _, row := range Table.Rows() {
 			found = found || row.Cause == c
 		}
-		assert.True(t, found, "%s declares classes %v but has no row", c, c.Classes().List())
+		assert.True(t, found, "%s declares classes %v but has no row", c, Table.Facts(c).Classes.List())
 	}
 }

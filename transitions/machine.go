@@ -45,18 +45,18 @@ func (m *Machine) Initial() fsm.Snapshot {
 // frame must cost a few nanoseconds: copying a snapshot and a command list by value per event
 // costs more than the decision itself (see Next for the value form).
 //
-// The event is read as a cause, whose row the table gives; a row that would begin a relist at
+// The event is read as a cause (its rule's reading), whose row the table gives; a row that would begin a relist at
 // once passes the relist rules first, which may hold it back (relistRow). Events that belong to
 // no current request or timer, events whose cause the table does not permit in the current
 // state, and every event after Stopped change nothing and append nothing.
 func (m *Machine) Step(s *fsm.Snapshot, e *fsm.Event, out []fsm.Command) []fsm.Command {
 	cause := m.cause(s, e)
-	row, ok := fsm.Lookup(s.State, cause)
+	row, ok := Table.Lookup(s.State, cause)
 	if !ok {
 		return out
 	}
 	row = m.relistRow(s, e, row)
-	m.effects(s, e, cause, row, &out)
+	m.effectsBeforeMove(s, e, cause, row, &out)
 	s.State, s.Cause = row.To, row.Cause
 	return out
 }
@@ -73,7 +73,7 @@ func emit(out *[]fsm.Command, c fsm.Command) { *out = append(*out, c) }
 // Classify returns the cause e would take in s, or fsm.NoCause when Step would ignore it. It
 // changes nothing; observers use it to label transitions.
 func (m *Machine) Classify(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
-	row, ok := fsm.Lookup(s.State, m.cause(s, e))
+	row, ok := Table.Lookup(s.State, m.cause(s, e))
 	if !ok {
 		return fsm.NoCause
 	}

@@ -51,14 +51,12 @@ func (m *Machine) relistWait(s *fsm.Snapshot, e *fsm.Event) time.Duration {
 	return d
 }
 
-// deferredRelist is the table's row for a relist the rules hold back.
-var deferredRelist = func() fsm.Transition {
-	row, ok := fsm.Lookup(fsm.Watching, fsm.CauseRelistDeferred)
-	if !ok || !row.BeginsRelist() || row.To != fsm.Backoff {
-		panic("transitions: fsm.Table has no row Watching --relist-deferred--> Backoff, Then: Relisting")
-	}
+// deferredRelist is the table's row for a relist the rules hold back; checked when the package
+// loads (rules.go).
+func deferredRelist() fsm.Transition {
+	row, _ := Table.Lookup(fsm.Watching, fsm.CauseRelistDeferred)
 	return row
-}()
+}
 
 // relistRow is the row an event takes once the relist rules have had their say: a row that
 // would begin a relist at once takes the table's deferred row instead when a rule says wait. A
@@ -66,7 +64,7 @@ var deferredRelist = func() fsm.Transition {
 // read it, so it changes nothing.
 func (m *Machine) relistRow(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition) fsm.Transition {
 	if row.BeginsRelist() && row.To == fsm.Relisting && m.relistWait(s, e) > 0 {
-		return deferredRelist
+		return deferredRelist()
 	}
 	return row
 }

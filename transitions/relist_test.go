@@ -87,9 +87,9 @@ func TestARelistRuleHoldsBackEveryRelist(t *testing.T) {
 			p.m.relistRules = []relistRule{holdRelistsUntil(p.now.Add(hold))}
 			before := p.s
 			e := c.event(p)
-			want, _ := fsm.Lookup(fsm.Watching, c.row)
+			want, _ := Table.Lookup(fsm.Watching, c.row)
 			if want.To == fsm.Relisting {
-				want = deferredRelist
+				want = deferredRelist()
 			}
 			assert.Equal(t, want.Cause, p.m.Classify(&p.s, &e), "Classify says what Step does")
 			out := p.m.Step(&p.s, &e, nil)

@@ -72,13 +72,11 @@ func (m *Machine) activeSilence(s *fsm.Snapshot) (time.Duration, bool) {
 	return b, true
 }
 
-// silenceCause reads a fired deadline: the stream has been silent for its bound, or it has
-// delivered since and gets its next deadline.
-func (m *Machine) silenceCause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
-	if b, ok := m.activeSilence(s); ok && e.Now.Sub(s.Watch.Silence.HeardAt) >= b {
-		return fsm.CauseWatchSilent
-	}
-	return fsm.CauseSilenceCheck
+// silentPastBound reads a fired deadline: the stream has been silent for its bound (otherwise
+// it has delivered since and gets its next deadline).
+func silentPastBound(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	b, ok := m.activeSilence(s)
+	return ok && e.Now.Sub(s.Watch.Silence.HeardAt) >= b
 }
 
 // watchSilent ends the silent stream and re-watches from the last RV on a fresh connection:

@@ -47,7 +47,7 @@ func TestCauseTheTableRefusesIsIgnored(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.s
 			require.Equal(t, c.reads, m.cause(&s, &c.e), "what the event reads as")
-			_, admitted := fsm.Lookup(s.State, c.reads)
+			_, admitted := Table.Lookup(s.State, c.reads)
 			require.False(t, admitted, "%s has a row for %s", s.State, c.reads)
 
 			assert.Equal(t, fsm.NoCause, m.Classify(&s, &c.e))
@@ -82,7 +82,7 @@ func TestStepFollowsTheTable(t *testing.T) {
 			if k == fsm.EvListFailed || k == fsm.EvWatchError || k == fsm.EvWatchOpenFailed {
 				e.Failure = busy
 			}
-			row, ok := fsm.Lookup(s.State, m.cause(&s, &e))
+			row, ok := Table.Lookup(s.State, m.cause(&s, &e))
 			out := m.Step(&s, &e, nil)
 			if !ok {
 				assert.Equal(t, s0, s, "%s in %s: ignored, yet the snapshot moved", k, s0.State)
@@ -123,7 +123,7 @@ func TestTimerLeadsToNext(t *testing.T) {
 		s, _ := m.Next(w, fsm.Event{Kind: fsm.EvWatchError, Now: benchT0, Request: w.Request, Failure: c.failure})
 		require.Equal(t, fsm.Backoff, s.State)
 		require.Equal(t, c.next, s.Wait.Next)
-		timer, _ := fsm.Resume(c.next)
+		timer, _ := Table.Resume(c.next)
 		e := fsm.Event{Kind: fsm.EvTimerFired, Now: benchT0, Timer: s.Wait.Timer}
 		assert.Equal(t, timer, m.Classify(&s, &e))
 		s, _ = m.Next(s, e)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rewatch/rewatch/diagrams"
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
 )
 
 // The PNG must show what the SVG shows. rsvg-convert (librsvg, from Debian's librsvg2-bin,
@@ -167,7 +168,7 @@ func TestEveryLabelRuneIsDrawable(t *testing.T) {
 	for _, s := range fsm.States() {
 		texts = append(texts, s.String())
 	}
-	for _, row := range fsm.Table {
+	for _, row := range transitions.Table.Rows() {
 		texts = append(texts, diagrams.EdgeLabel(row))
 	}
 	for _, e := range diagrams.Overview() {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rewatch/rewatch/diagrams"
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
 )
 
 // The committed diagrams are read on GitHub without running anything, so they must be what the
@@ -89,7 +90,7 @@ func TestSVGDrawsStatesAndLabels(t *testing.T) {
 	for _, st := range fsm.States() {
 		assert.True(t, drawn[st.String()], "state %s not drawn", st)
 	}
-	for _, row := range fsm.Table {
+	for _, row := range transitions.Table.Rows() {
 		label := diagrams.EdgeLabel(row)
 		assert.True(t, drawn[label], "label %q of %s --%s--> not drawn", label, row.From, row.Cause)
 	}

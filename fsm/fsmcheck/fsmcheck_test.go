@@ -36,7 +36,7 @@ func TestCheckedStepAgreesWithStateless(t *testing.T) {
 
 // FuzzStep drives the machine with arbitrary event sequences (each event drawn from 6 bytes)
 // and arbitrary Status bodies: Step must never panic, every transition must be one the
-// stateless machine built from fsm.Table permits, and nothing may follow Stopped.
+// stateless machine built from transitions.Table permits, and nothing may follow Stopped.
 func FuzzStep(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 5, 0, 1, 0, 0, 0}, []byte(`{"kind":"Status","code":429,"reason":"TooManyRequests","details":{"retryAfterSeconds":3}}`))
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 3, 0, 0, 5, 0, 0, 9, 0, 0, 0, 9, 0}, []byte(`{"code":504,"details":{"causes":[{"reason":"ResourceVersionTooLarge"}]}}`))

@@ -1,5 +1,5 @@
-// Package fsmcheck builds a qmuntal/stateless machine from fsm.Table for introspection, graph
-// export and validation. It lives outside fsm so that the pure core does not link stateless
+// Package fsmcheck builds a qmuntal/stateless machine from transitions.Table for introspection,
+// graph export and validation. It lives outside fsm so that the pure core does not link stateless
 // into every consumer (docs/design.md, "The hot path and stateless").
 package fsmcheck
 
@@ -10,10 +10,11 @@ import (
 	"github.com/qmuntal/stateless"
 
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
 )
 
-// NewStateless builds a qmuntal/stateless machine from Table, starting in initial. Its triggers
-// are Causes. It is not the runtime path (a Fire costs hundreds of nanoseconds and allocates);
+// NewStateless builds a qmuntal/stateless machine from transitions.Table, starting in initial.
+// Its triggers are Causes. It is not the runtime path (a Fire costs hundreds of nanoseconds and allocates);
 // it serves introspection (PermittedTriggers), graph export (ToGraph) and validation.
 func NewStateless(initial fsm.State) *stateless.StateMachine {
 	sm := stateless.NewStateMachine(initial)
@@ -36,7 +37,7 @@ func configure(sm *stateless.StateMachine) {
 	for _, s := range fsm.States() {
 		sm.Configure(s)
 	}
-	for _, row := range fsm.Table {
+	for _, row := range transitions.Table.Rows() {
 		cfg := sm.Configure(row.From)
 		if row.From == row.To {
 			cfg.PermitReentry(row.Cause)
@@ -47,7 +48,7 @@ func configure(sm *stateless.StateMachine) {
 }
 
 // CheckTransition fails when from --cause--> to is not a transition the stateless machine
-// built from Table would take.
+// built from transitions.Table would take.
 func CheckTransition(from fsm.State, cause fsm.Cause, to fsm.State) error {
 	cur := from
 	sm := NewStatelessOver(func() fsm.State { return cur }, func(s fsm.State) { cur = s })

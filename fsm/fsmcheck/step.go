@@ -26,8 +26,8 @@ func Step(m *transitions.Machine, s *fsm.Snapshot, e *fsm.Event, out []fsm.Comma
 	return out, nil
 }
 
-// CheckStep fails when the step from before to after for cause is not one fsm.Table allows:
-// a transition the stateless machine built from the table refuses or sends elsewhere, a wait
+// CheckStep fails when the step from before to after for cause is not one transitions.Table
+// allows: a transition the stateless machine built from the table refuses or sends elsewhere, a wait
 // whose Snapshot.Next is not its row's Then, or a timer that leads anywhere but the Next its
 // wait was armed with.
 func CheckStep(before fsm.Snapshot, cause fsm.Cause, after fsm.Snapshot) error {
@@ -35,7 +35,7 @@ func CheckStep(before fsm.Snapshot, cause fsm.Cause, after fsm.Snapshot) error {
 		return err
 	}
 	if after.State == fsm.Backoff {
-		row, _ := fsm.Lookup(before.State, cause)
+		row, _ := transitions.Table.Lookup(before.State, cause)
 		if after.Wait.Next != row.Then {
 			return fmt.Errorf("fsmcheck: %s --%s--> Backoff waits to go on in %s, the table says %s", before.State, cause, after.Wait.Next, row.Then)
 		}

@@ -1,5 +1,5 @@
-// Command gen writes the committed diagrams (svg.Committed) into docs/ from fsm.Table. It runs from
-// `go generate ./diagrams/`; the drift test in package diagrams fails until it has.
+// Command gen writes the committed diagrams (svg.Committed) into docs/ from transitions.Table.
+// It runs from `go generate ./diagrams/`; the drift test in package diagrams fails until it has.
 package main
 
 import (

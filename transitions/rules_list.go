@@ -1,0 +1,259 @@
+package transitions
+
+import "github.com/rewatch/rewatch/fsm"
+
+// The rules of a listing: the first fill (Listing, at RV 0) and a relist (Relisting, at the
+// last RV), page by page or as a watch-list stream (docs/semantics.md, "Initial LIST",
+// "Relist after a watch failure", "Watch-list"). Listing and Relisting take the same rules but
+// the start, and each state's waits come back to itself.
+
+// Failure classes a listing reads.
+var (
+	rvUnusableClasses = fsm.ClassesOf(fsm.ClassExpired, fsm.ClassTooLargeRV)
+	listRetryClasses  = fsm.ClassesOf(fsm.ClassBusy, fsm.ClassInternal, fsm.ClassTransport, fsm.ClassExpired, fsm.ClassTooLargeRV)
+	anyFailure        = fsm.ClassesOf(fsm.ClassBusy, fsm.ClassInternal, fsm.ClassTransport, fsm.ClassExpired, fsm.ClassTooLargeRV, fsm.ClassRejected)
+)
+
+var listRules = []rule{
+	{
+		cause: fsm.CauseStart, label: "start: LIST RV=0",
+		reads: []reading{on(answersNothing, fsm.EvStart).when(nothingRequested)},
+		rows:  []fsm.Transition{stays(fsm.Listing)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			m.startListing(s, &out)
+			return out
+		},
+	},
+	{
+		cause: fsm.CauseListItem, label: "LIST item → stage", accepted: true,
+		reads: []reading{on(answersList, fsm.EvListItem)},
+		rows:  []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(_ *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			stageItem(s, &e, &out)
+			return out
+		},
+	},
+	{
+		cause: fsm.CauseListPageMore, label: "page with continue → next page", accepted: true,
+		reads: []reading{on(answersList, fsm.EvListPage).when(pageHasMore)},
+		rows:  []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			pageAnswered(s)
+			stagePage(s, &e, &out)
+			m.listPage(s, &out, pageContinue, e.Continue)
+			return out
+		},
+	},
+	{
+		cause: fsm.CauseListComplete, label: "last page → Replace, WATCH from list RV", accepted: true,
+		reads: []reading{on(answersList, fsm.EvListPage).when(not(pageHasMore))},
+		rows:  []fsm.Transition{moves(fsm.Listing, fsm.Watching), moves(fsm.Relisting, fsm.Watching)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			stagePage(s, &e, &out)
+			m.replaceAndWatch(s, e.ResourceVersion, e.Now, &out)
+			return out
+		},
+	},
+	{
+		// client-go's pager: an expired or too-large first page retries as a consistent read
+		// (an RV already "" is a plain failure).
+		cause: fsm.CauseListExpired, label: "410 / too large RV → LIST RV=\"\"", retry: true,
+		reads: []reading{
+			on(answersList, fsm.EvListFailed).anyOf(rvUnusableClasses).when(firstPageAtRV),
+			on(answersStream, fsm.EvWatchOpenFailed, fsm.EvWatchError).anyOf(rvUnusableClasses).when(firstPageAtRV),
+		},
+		rows: []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			m.endRequest(s, &e, &out)
+			discardStaged(s, &out)
+			s.RVUnusable = true
+			m.startListing(s, &out)
+			return out
+		},
+	},
+	{
+		// client-go's pager: an expired continue token falls back to one full list at the
+		// original RV. Once whole lists fail there is no full list to fall back to: the pages
+		// start again from page 1, after the wait of a failed LIST (docs/semantics.md, "A list
+		// that cannot be served whole").
+		cause: fsm.CauseContinueExpired, label: "continue expired → one full LIST at RV", retry: true,
+		reads: []reading{on(answersList, fsm.EvListFailed).anyOf(rvUnusableClasses).when(continuingWhole)},
+		rows:  []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			discardStaged(s, &out)
+			m.listPage(s, &out, pageFull, "")
+			return out
+		},
+	},
+	{
+		cause: fsm.CauseListFailed, label: "LIST failed (429/5xx/transport) → Retry-After or backoff", retry: true,
+		reads: []reading{
+			on(answersList, fsm.EvListFailed).anyOf(listRetryClasses).otherwise(),
+			on(answersStream, fsm.EvWatchOpenFailed).anyOf(listRetryClasses).otherwise(),
+		},
+		rows: []fsm.Transition{waits(fsm.Listing, fsm.Listing), waits(fsm.Relisting, fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			// A token the server said has expired (when whole lists fail, so that no full list
+			// can replace the pages) is not retried either.
+			m.listBrokeOff(s, &e, &out, s.List.Continuing && !s.List.Streaming && !unusableRV(e.Failure))
+			return out
+		},
+	},
+	{
+		// A misspelt resource or a bad selector: retried like any failure, but a cause of its
+		// own so that it is logged as a warning (docs/semantics.md, "LIST fails: 401 / 403 /
+		// 404 / other"). A continuation page the server refused (400: a token it cannot read)
+		// is not retried: the same token would be refused forever. The listing starts again
+		// from page 1 after the wait, as client-go's does.
+		cause: fsm.CauseListRejected, label: "LIST refused (401/403/404/other 4xx) → backoff, warn", retry: true,
+		reads: []reading{on(answersList, fsm.EvListFailed).class(fsm.ClassRejected)},
+		rows:  []fsm.Transition{waits(fsm.Listing, fsm.Listing), waits(fsm.Relisting, fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			m.listBrokeOff(s, &e, &out, false)
+			return out
+		},
+	},
+	{
+		cause: fsm.CauseWatchListOpened, label: "watch-list stream opened", accepted: true,
+		reads: []reading{on(answersStream, fsm.EvWatchOpened)},
+		rows:  []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(_ *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			streamOpened(s, &e)
+			return out
+		},
+	},
+	{
+		cause: fsm.CauseInitialEvent, label: "initial event → stage", accepted: true,
+		reads: []reading{on(answersStream, fsm.EvWatchEvent).when(not(initialEventsEnd))},
+		rows:  []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(_ *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			if e.Type != fsm.Bookmark {
+				s.List.Staged++
+				emit(&out, fsm.Command{Kind: fsm.CmdStage, Type: e.Type, Key: e.Key, Object: e.Object, Items: e.Items, ItemCount: e.ItemCount})
+			}
+			return out
+		},
+	},
+	{
+		cause: fsm.CauseInitialEventsEnd, label: "initial-events-end bookmark → Replace",
+		reads: []reading{on(answersStream, fsm.EvWatchEvent).when(initialEventsEnd)},
+		rows:  []fsm.Transition{moves(fsm.Listing, fsm.Watching), moves(fsm.Relisting, fsm.Watching)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			// The stream that delivered the initial state goes on as the watch: a watch that
+			// opens now, with nothing delivered yet.
+			m.replace(s, e.ResourceVersion, e.Now, &out)
+			streamClosed(s)
+			streamOpened(s, &e)
+			return out
+		},
+	},
+	{
+		// A server without watch-list answers 400 Invalid (or 403/404 through some proxies):
+		// fall back to LIST for good, as client-go does.
+		cause: fsm.CauseWatchListUnsupported, label: "watch-list unsupported → paginated LIST", retry: true,
+		reads: []reading{on(answersStream, fsm.EvWatchOpenFailed).class(fsm.ClassRejected)},
+		rows:  []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			discardStaged(s, &out)
+			s.Server.WatchListUnsupported = true
+			m.startListing(s, &out)
+			return out
+		},
+	},
+	{
+		// A watch-list stream that broke off, whatever the reason: it has nothing to resume
+		// from.
+		cause: fsm.CauseInitialTransferCut, label: "initial transfer cut", retry: true,
+		reads: []reading{on(answersStream, fsm.EvWatchError, fsm.EvWatchEnded).anyOf(anyFailure | fsm.ClassesOf(fsm.NoClass)).otherwise()},
+		rows:  []fsm.Transition{waits(fsm.Listing, fsm.Listing), waits(fsm.Relisting, fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			m.listBrokeOff(s, &e, &out, false)
+			return out
+		},
+	},
+	{
+		// A whole list (no limit, or RV 0, which the watch cache serves whole) that came back
+		// too large for MaxListBytes (a transport fact), or timed out while the server built it
+		// (a 504). Asking for the same whole list again at every backoff step would fail the
+		// same way: page from now on, at once (docs/semantics.md, "A list that cannot be served
+		// whole").
+		cause: fsm.CauseWholeListRefused, label: "whole LIST too large / timed out → pages", retry: true,
+		reads: []reading{on(answersList, fsm.EvListFailed).class(fsm.ClassTransport, fsm.ClassBusy).when(wholeListRefused)},
+		rows:  []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			m.endRequest(s, &e, &out)
+			discardStaged(s, &out)
+			s.Server.WholeListsFail = true
+			m.startListing(s, &out)
+			return out
+		},
+	},
+	{
+		// A page with a limit that came back larger than MaxListBytes: asked again with the
+		// same limit it would fail the same way at every backoff step, while smaller pages would
+		// fit. The same page again at once with half the limit, which later LISTs keep
+		// (docs/semantics.md, "A list that cannot be served whole").
+		cause: fsm.CausePageTooLarge, label: "page too large → same page, half the limit", retry: true,
+		reads: []reading{on(answersList, fsm.EvListFailed).class(fsm.ClassTransport).when(pageTooLarge)},
+		rows:  []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			m.shrinkPage(s, &e, &out)
+			return out
+		},
+	},
+}
+
+func pageTooLarge(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return m.pageTooLarge(s, e.Failure)
+}
+
+// Conditions of the listing rules' readings.
+
+func nothingRequested(_ *Machine, s *fsm.Snapshot, _ fsm.Event) bool { return s.Seq == 0 }
+
+func pageHasMore(_ *Machine, _ *fsm.Snapshot, e fsm.Event) bool { return e.Continue != "" }
+
+// continuingWhole: a continuation page failed, and a whole list can still replace the pages.
+func continuingWhole(_ *Machine, s *fsm.Snapshot, _ fsm.Event) bool {
+	return s.List.Continuing && !s.Server.WholeListsFail
+}
+
+// firstPageAtRV: the listing that failed asked for a resourceVersion on its first page (or
+// stream: a first stream asks for none, streamRV), so a consistent read is left to fall back
+// to.
+func firstPageAtRV(_ *Machine, s *fsm.Snapshot, _ fsm.Event) bool {
+	return !s.List.Continuing && s.List.RV != ""
+}
+
+// unusableRV: the failure says the request's resourceVersion (or its continue token's) cannot
+// be served — expired, or too large.
+func unusableRV(f *fsm.Failure) bool {
+	c := classify(f)
+	return c == fsm.ClassExpired || c == fsm.ClassTooLargeRV
+}
+
+func initialEventsEnd(_ *Machine, _ *fsm.Snapshot, e fsm.Event) bool {
+	return e.Type == fsm.Bookmark && e.InitialEventsEnd
+}
+
+func wholeListRefused(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return m.wholeListRefused(s, e.Failure)
+}
+
+func not(cond func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool) func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool { return !cond(m, s, e) }
+}
+
+// listBrokeOff ends a listing's request that failed. A continuation page that can be retried
+// whole with its token (keepPages) drops what came of it; anything else — a first page, a
+// watch-list stream, a refused continuation — has nothing to resume from, and its listing
+// starts again from page 1 after the wait (docs/semantics.md, "Initial LIST").
+func (m *Machine) listBrokeOff(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command, keepPages bool) {
+	m.endRequest(s, e, out)
+	if keepPages {
+		discardPageItems(s, out)
+		return
+	}
+	discardStaged(s, out)
+	s.List.Continue = ""
+}

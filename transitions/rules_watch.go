@@ -1,0 +1,273 @@
+package transitions
+
+import (
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rewatch/rewatch/fsm"
+)
+
+// The rules of the watch: its frames, and every way it fails or ends (docs/semantics.md, the
+// failure rows). A failure is read by its class (classify) and the streaks the snapshot keeps;
+// a rule that leads to Relisting, at once or after a wait, begins a relist, which the relist
+// rules may hold back (relist.go).
+
+// watchFailure are the events that end or refuse a watch with a failure.
+var watchFailure = []fsm.EventKind{fsm.EvWatchOpenFailed, fsm.EvWatchError, fsm.EvWatchEnded}
+
+var watchRules = []rule{
+	{
+		cause: fsm.CauseWatchOpened, label: "watch opened", accepted: true,
+		reads: []reading{on(answersWatch, fsm.EvWatchOpened)},
+		rows:  []fsm.Transition{stays(fsm.Watching)},
+		effect: func(_ *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			streamOpened(s, &e)
+			return out
+		},
+	},
+	{
+		// The hot path. A frame on a stream not yet reported open counts as its opening, and
+		// so as accepted (watchEvent); any later frame finds nothing to reset.
+		cause: fsm.CauseWatchEvent, label: "ADDED / MODIFIED / DELETED / BOOKMARK",
+		reads: []reading{on(answersWatch, fsm.EvWatchEvent)},
+		rows:  []fsm.Transition{stays(fsm.Watching)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			return m.watchEvent(s, &e, out)
+		},
+	},
+	{
+		// Named for what it covers (429, 503, 504 server timeout).
+		cause: fsm.CauseServerBusy, label: "429 / Retry-After (also 503, server timeout)",
+		retry: true, avoidsList: fsm.AvoidsList,
+		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassBusy)},
+		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Watching)},
+		effect: watchFailedEffect,
+	},
+	{
+		// An InternalError (or an unknown 5xx, or a frame that would not decode) re-watches
+		// while its streak is young (docs/semantics.md, InternalError row).
+		cause: fsm.CauseInternalErrorInWindow, label: "InternalError within window",
+		retry: true, avoidsList: fsm.AvoidsList,
+		reads: []reading{on(answersWatch, watchFailure...).class(fsm.ClassInternal).when(not(internalRelists))},
+		rows:  []fsm.Transition{waits(fsm.Watching, fsm.Watching)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			noteInternalError(s, &e)
+			m.watchFailed(s, &e, &out)
+			return out
+		},
+	},
+	{
+		// The streak is spent: relist. The completed LIST ends the streak, so a lasting outage
+		// costs one LIST per window, not one per error. A StorageReadError relists at once.
+		cause: fsm.CauseInternalErrorPastWindow, label: "InternalError past window, or StorageReadError → LIST at last RV",
+		retry:  true,
+		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassInternal).when(internalRelists)},
+		rows:   []fsm.Transition{moves(fsm.Watching, fsm.Relisting)},
+		effect: watchFailedEffect,
+	},
+	{
+		cause: fsm.CauseConnectFailed, label: "refused / reset / EOF before open",
+		retry: true, avoidsList: fsm.AvoidsList,
+		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassTransport)},
+		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Watching)},
+		effect: watchFailedEffect,
+	},
+	{
+		// A stream that ended without a failure class (a timeout as asked, a reset, an EOF)
+		// is re-opened at once (docs/semantics.md, "watch stream ends").
+		cause: fsm.CauseStreamEnded, label: "stream end → re-WATCH at once",
+		retry: true, avoidsList: fsm.AvoidsListIfFailed,
+		reads: []reading{on(answersWatch, fsm.EvWatchEnded).when(not(quickEndsSpent))},
+		rows:  []fsm.Transition{stays(fsm.Watching)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			m.watchFailed(s, &e, &out)
+			m.openWatch(s, &out)
+			return out
+		},
+	},
+	{
+		cause: fsm.CauseStreamEndedQuickly, label: "repeated quick stream ends",
+		retry: true, avoidsList: fsm.AvoidsList,
+		reads:  []reading{on(answersWatch, fsm.EvWatchEnded).when(quickEndsSpent)},
+		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Watching)},
+		effect: watchFailedEffect,
+	},
+	{
+		cause: fsm.CauseExpired, label: "410 Gone / Expired → LIST at last RV", retry: true,
+		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassExpired).when(firstExpiry(false))},
+		rows:   []fsm.Transition{moves(fsm.Watching, fsm.Relisting)},
+		effect: (*Machine).watchExpired,
+	},
+	{
+		cause: fsm.CauseExpiredAgain, label: "410 again without progress", retry: true,
+		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassExpired).when(expiredAgain)},
+		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Relisting)},
+		effect: (*Machine).watchExpired,
+	},
+	{
+		// A watch cache started after the resume RV (a kube-apiserver restarted behind a load
+		// balancer) answers the resume 410 where another kube-apiserver would not: one
+		// re-watch on a fresh connection first (docs/semantics.md, "behind a load balancer").
+		cause: fsm.CauseExpiredYoungCache, label: "410 from a watch cache younger than the RV → re-WATCH on a fresh connection",
+		retry: true, avoidsList: fsm.AvoidsList,
+		reads: []reading{on(answersWatch, watchFailure...).class(fsm.ClassExpired).when(firstExpiry(true))},
+		rows:  []fsm.Transition{stays(fsm.Watching)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			s.Watch.FreshTried = true
+			m.watchFailed(s, &e, &out)
+			m.openWatch(s, &out)
+			out[len(out)-1].FreshConnection = true
+			return out
+		},
+	},
+	{
+		// A watch cache lagging etcd answers a re-watch "too large" until it catches up: the
+		// relist at "" waits first (lagDelay), or every round would cost a consistent LIST at
+		// once.
+		cause: fsm.CauseTooLargeRV, label: "too large RV → wait (Retry-After), LIST RV=\"\"", retry: true,
+		reads: []reading{on(answersWatch, watchFailure...).class(fsm.ClassTooLargeRV)},
+		rows:  []fsm.Transition{waits(fsm.Watching, fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			s.RVUnusable = true
+			m.watchFailed(s, &e, &out)
+			return out
+		},
+	},
+	{
+		// The first refusal since a watch was last accepted re-watches after the wait: right
+		// after an apiserver restart the authorizer may answer 403 before its caches have
+		// synced (docs/semantics.md, "watch refused").
+		cause: fsm.CauseWatchRejectedOnce, label: "401 / 403 / 404 / other, first → re-WATCH after backoff",
+		retry: true, avoidsList: fsm.AvoidsList,
+		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassRejected).when(not(rejectedBefore))},
+		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Watching)},
+		effect: (*Machine).watchRejected,
+	},
+	{
+		cause: fsm.CauseWatchRejected, label: "401 / 403 / 404 / other, again", retry: true,
+		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassRejected).when(rejectedBefore)},
+		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Relisting)},
+		effect: (*Machine).watchRejected,
+	},
+	{
+		// A relist the relist rules hold back (relistRow), whatever watch failure began it:
+		// no event is read as it, the failure's own rule gives its effect. No rule holds one
+		// back unless configured (docs/semantics.md, "Relists").
+		cause: fsm.CauseRelistDeferred, label: "relist held back by a relist rule", retry: true,
+		rows: []fsm.Transition{waits(fsm.Watching, fsm.Relisting)},
+	},
+	{
+		// A stream that was delivering and fell silent for longer than its bound, which
+		// follows the stream's cadence (docs/semantics.md, "silent watch"): ended by the
+		// machine and re-opened from the last RV on a fresh connection, before the RV can
+		// leave the server's watch cache. A stream silent from the start is the transport's
+		// (WatchSilence) and ends as stream-ended.
+		cause: fsm.CauseWatchSilent, label: "stream silent past its cadence's bound → re-WATCH from last RV, fresh connection",
+		retry: true, avoidsList: fsm.AvoidsList,
+		reads: []reading{on(answersDeadline, fsm.EvTimerFired).when(silentPastBound)},
+		rows:  []fsm.Transition{stays(fsm.Watching)},
+		effect: func(m *Machine, s *fsm.Snapshot, _ fsm.Event, out []fsm.Command) []fsm.Command {
+			m.watchSilent(s, &out)
+			return out
+		},
+	},
+	{
+		// The deadline of a stream that delivered since it was armed: the next one is armed
+		// (keepDeadline).
+		cause: fsm.CauseSilenceCheck, label: "deadline, stream delivering → next deadline",
+		reads: []reading{on(answersDeadline, fsm.EvTimerFired).otherwise()},
+		rows:  []fsm.Transition{stays(fsm.Watching)},
+		effect: func(_ *Machine, s *fsm.Snapshot, _ fsm.Event, out []fsm.Command) []fsm.Command {
+			s.Watch.Silence.Timer = 0
+			return out
+		},
+	},
+}
+
+// Conditions of the watch rules' readings.
+
+// internalRelists: the internal error relists: a StorageReadError, or an InternalError that
+// ends a spent streak.
+func internalRelists(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return storageReadError(e.Failure) || internalStreakSpent(m, s, e)
+}
+
+// storageReadError: a 500 whose reason is StorageReadError — the server could not read an
+// object from etcd (undecryptable, corrupt), and such an object's deletion
+// (ignoreStoreReadErrorWithClusterBreakingPotential, KEP-3926) ends watches so. Waiting it out
+// would keep the deleted object in the store for good, since the watch resumes after the delete:
+// the streak's window does not apply, the reflector relists at once, as client-go's does (it
+// retries only reason InternalError; docs/semantics.md, "500 InternalError" row).
+func storageReadError(f *fsm.Failure) bool {
+	return f != nil && f.Status != nil && f.Status.Reason == metav1.StatusReasonStoreReadError
+}
+
+// internalStreakSpent: the InternalError at e.Now ends a streak that is both old enough and
+// has re-watched often enough (docs/semantics.md, InternalError row). Requiring both means a
+// streak of long waits still reaches its relist after a few re-watches, and a burst of fast
+// errors cannot force one before the window has passed.
+func internalStreakSpent(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return !s.InternalErrors.Start.IsZero() &&
+		e.Now.Sub(s.InternalErrors.Start) >= m.cfg.InternalErrorWindow &&
+		s.InternalErrors.Rewatches >= m.cfg.InternalErrorRewatches
+}
+
+// quickEndsSpent: this quick end makes QuickEndsBeforeBackoff in a row.
+func quickEndsSpent(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return m.quickEnd(s, &e) && s.Watch.QuickEnds+1 >= m.cfg.QuickEndsBeforeBackoff
+}
+
+// expiredAgain: a 410 since the last watch event.
+func expiredAgain(_ *Machine, s *fsm.Snapshot, _ fsm.Event) bool { return s.Watch.ExpiredStreak > 0 }
+
+// firstExpiry: the first 410 since the last watch event, from a young watch cache or not.
+func firstExpiry(young bool) func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+		return s.Watch.ExpiredStreak == 0 && m.youngCache(s, &e) == young
+	}
+}
+
+// youngCache: the 410 answers a resume before the watch delivered anything, its Status says a
+// watch cache whose oldest event is newer than the RV asked for (kube-apiserver's "too old
+// resource version: RV (OLDEST)"), the resume RV is younger than ResumeRVLifetime, and no fresh
+// connection has been tried since the last watch event. Another kube-apiserver behind the same
+// load balancer, with an older cache, can serve the resume; etcd's own 410 (compaction) says no
+// such thing, since every kube-apiserver would answer it alike.
+//
+// The RV's age is what tells a young cache from an old one: a long-running kube-apiserver's watch
+// cache keeps every event at least 75 s, so it answers an RV with these words only once the
+// reflector reached that RV more than 75 s ago — an ordinary 410, which would only cost an extra
+// WATCH before the relist. An RV reached less than ResumeRVLifetime (60 s) ago that a cache no
+// longer holds is one its cache started after (docs/semantics.md, "behind a load balancer").
+func (m *Machine) youngCache(s *fsm.Snapshot, e *fsm.Event) bool {
+	if s.Watch.FreshTried || s.Watch.Events > 0 || e.Failure == nil ||
+		e.Now.Sub(s.RVAdvancedAt) >= m.cfg.ResumeRVLifetime {
+		return false
+	}
+	asked, oldest, ok := e.Failure.WatchCacheTooOld()
+	return ok && oldest > asked && strconv.FormatUint(asked, 10) == s.LastRV
+}
+
+// rejectedBefore: a watch was refused and none has opened since.
+func rejectedBefore(_ *Machine, s *fsm.Snapshot, _ fsm.Event) bool { return s.Watch.Rejected }
+
+// Effects shared by watch rules.
+
+// watchFailedEffect is watchFailed as a rule's effect.
+func watchFailedEffect(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+	m.watchFailed(s, &e, &out)
+	return out
+}
+
+func (m *Machine) watchExpired(s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+	s.Watch.ExpiredStreak++
+	m.watchFailed(s, &e, &out)
+	return out
+}
+
+func (m *Machine) watchRejected(s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+	m.watchFailed(s, &e, &out)
+	s.Watch.Rejected = true
+	return out
+}
