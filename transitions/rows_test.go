@@ -148,3 +148,15 @@ func TestRowsThatBeginARelist(t *testing.T) {
 	assert.False(t, Table.BeginsRelist(fsm.NoCause))
 	assert.False(t, Table.BeginsRelist(fsm.Cause(250)))
 }
+
+// Every cause has a rule with a label, and a label is no id: the diagrams say what a cause
+// means, not what it is called.
+func TestEveryCauseHasALabel(t *testing.T) {
+	for _, c := range fsm.Causes() {
+		require.NotNil(t, ruleOf[c], "cause %s has no rule", c)
+		label := Table.Facts(c).Label
+		require.NotEmpty(t, label, "cause %s has no label", c)
+		assert.Equal(t, label, Table.Label(c))
+	}
+	assert.Equal(t, "Cause(200)", Table.Label(fsm.Cause(200)))
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/transitions"
 )
 
 // printer owns the command's output: transition lines, notes and the summary go to w, and
@@ -80,7 +81,7 @@ func (p *printer) transition(t driver.Transition) {
 	if f := t.Event.Failure; f != nil {
 		failure, message = f.String(), f.Message
 	}
-	avoided := t.Cause.AvoidsList(t.Event.Failure != nil)
+	avoided := transitions.Table.Facts(t.Cause).AvoidsList.Avoids(t.Event.Failure != nil)
 	if p.json {
 		j := transitionJSON{Type: "transition", Elapsed: round3(elapsed.Seconds()), From: t.From.String(), To: t.To.String(),
 			Cause: t.Cause.String(), Event: t.Event.Kind.String(), RV: t.Snapshot.LastRV, Failure: failure, Message: message,
