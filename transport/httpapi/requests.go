@@ -9,17 +9,12 @@ import (
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
-	"k8s.io/apimachinery/pkg/util/framer"
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/transport"
 
 	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
-	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/cborwire"
-	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/jsonwire"
-	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/pbwire"
 )
 
 func (t *Transport) get(ctx context.Context, c *fsm.Command) (*http.Response, error) {
@@ -218,15 +213,8 @@ func (t *Transport) decodeStream(ctx context.Context, body io.ReadCloser, media 
 	// The framers read a frame's header and body separately, and an HTTP body's every Read
 	// takes a lock and goes through chunked decoding: a buffer in front makes them cheap.
 	lim := &frameLimiter{r: readCloser{bufio.NewReaderSize(body, 32<<10), body}, max: t.cfg.MaxFrameBytes}
-	var dec streaming.Decoder
-	switch media {
-	case MediaProtobuf:
-		dec = streaming.NewDecoder(framer.NewLengthDelimitedFrameReader(lim), t.frames(pbwire.Frames, skip))
-	case MediaCBOR:
-		dec = streaming.NewDecoder(cbor.NewFramer().NewFrameReader(lim), t.frames(cborwire.Frames, skip))
-	default:
-		dec = streaming.NewDecoder(framer.NewJSONFramedReader(lim), t.frames(jsonwire.Frames, skip))
-	}
+	f := framesOf(media)
+	dec := streaming.NewDecoder(f.Reader(lim), t.frames(f, skip))
 	defer dec.Close()
 	for {
 		var we metav1.WatchEvent

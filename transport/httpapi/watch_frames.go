@@ -8,6 +8,9 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 
 	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/cborwire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/jsonwire"
+	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/pbwire"
 )
 
 // A watch frame is a metav1.WatchEvent whose object is a body of its own. Decoding the frame
@@ -55,6 +58,18 @@ func (s *initialSkip) seen(e *fsm.Event) {
 	if s != nil && e.Type == fsm.Bookmark && e.InitialEventsEnd {
 		s.ended = true
 	}
+}
+
+// framesOf is the wire format of a watch body in the given media type (bodyMedia: JSON for
+// anything that is not protobuf or CBOR).
+func framesOf(media string) wire.Frames {
+	switch media {
+	case MediaProtobuf:
+		return pbwire.Frames
+	case MediaCBOR:
+		return cborwire.Frames
+	}
+	return jsonwire.Frames
 }
 
 // frames is the frame decoder of a watch stream in format f: it scans each frame once, when

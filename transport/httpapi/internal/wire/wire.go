@@ -1,11 +1,12 @@
 // Package wire holds what the wire formats of the HTTP transport share; each format is a
 // package of its own beside it (jsonwire, pbwire, cborwire) with the same parts: its LIST
 // stream (StreamList), its metadata scan (ScanMeta), its watch frames (Frames) and its decode.
-// A new format is a new package with those parts and a case in httpapi's media switch.
+// A new format is a new package with those parts and a case in httpapi's framesOf and its decoders' media switch.
 package wire
 
 import (
 	"fmt"
+	"io"
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,6 +72,8 @@ func DecodeInto(d runtime.Decoder, raw []byte, into runtime.Object) error {
 
 // Frames is how the watch frames of one wire format are read.
 type Frames struct {
+	// Reader cuts a watch body into frames, one per Read.
+	Reader func(body io.ReadCloser) io.ReadCloser
 	// Decode decodes a frame into a metav1.WatchEvent with its object left raw: the general
 	// way, for every frame Scan does not vouch for.
 	Decode runtime.Decoder

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 
 	"github.com/rewatch/rewatch/fsm"
 
@@ -15,7 +16,7 @@ import (
 // Frames reads the frames of a CBOR watch stream, a CBOR sequence of metav1.WatchEvent.
 // Its frames are always decoded into a WatchEvent: the object scanCBORWatchFrame finds is used
 // only for its metadata.
-var Frames = wire.Frames{Decode: cborWatchEventDecoder{}, Scan: scanCBORWatchFrame, Meta: ScanMeta}
+var Frames = wire.Frames{Reader: cbor.NewFramer().NewFrameReader, Decode: cborWatchEventDecoder{}, Scan: scanCBORWatchFrame, Meta: ScanMeta}
 
 // cborWatchEventDecoder decodes one item of a CBOR sequence into metav1.WatchEvent, leaving the
 // object raw for the configured Decoder.

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/framer"
 
 	"github.com/rewatch/rewatch/fsm"
 
@@ -14,7 +15,7 @@ import (
 
 // Frames reads the frames of a JSON watch stream, a sequence of JSON metav1.WatchEvent
 // objects.
-var Frames = wire.Frames{Decode: watchEventDecoder{}, Scan: jsonWatchEvent, Meta: ScanMeta, Direct: true}
+var Frames = wire.Frames{Reader: framer.NewJSONFramedReader, Decode: watchEventDecoder{}, Scan: jsonWatchEvent, Meta: ScanMeta, Direct: true}
 
 // watchEventDecoder decodes a frame into metav1.WatchEvent, leaving the object raw so the
 // configured Decoder can read it.

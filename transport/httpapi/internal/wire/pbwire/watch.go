@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/framer"
 
 	"github.com/rewatch/rewatch/fsm"
 
@@ -14,7 +15,7 @@ import (
 
 // Frames reads the frames of a protobuf watch stream: length-delimited frames, each a
 // metav1.WatchEvent whose object is a protobuf body of its own.
-var Frames = wire.Frames{Decode: protobufWatchEventDecoder{}, Scan: scanProtobufWatchEvent, Meta: protobufEmbeddedMeta, Direct: true}
+var Frames = wire.Frames{Reader: framer.NewLengthDelimitedFrameReader, Decode: protobufWatchEventDecoder{}, Scan: scanProtobufWatchEvent, Meta: protobufEmbeddedMeta, Direct: true}
 
 // protobufWatchEventDecoder decodes a length-delimited frame into metav1.WatchEvent with its
 // generated protobuf code, leaving the object raw for the configured Decoder.
