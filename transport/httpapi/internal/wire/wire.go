@@ -1,7 +1,8 @@
 // Package wire holds what the wire formats of the HTTP transport share; each format is a
 // package of its own beside it (jsonwire, pbwire, cborwire) with the same parts: its LIST
 // stream (StreamList), its metadata scan (ScanMeta), its watch frames (Frames) and its decode.
-// A new format is a new package with those parts and a case in httpapi's framesOf and its decoders' media switch.
+// A new format is a new package with those parts, and a case in httpapi's framesOf and in its
+// decoders' media switch.
 package wire
 
 import (
