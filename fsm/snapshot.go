@@ -144,7 +144,7 @@ type WatchSilence struct {
 	HeardAt time.Time `json:"heardAt,omitzero"`
 	Timer   uint64    `json:"timer,omitempty"`
 	// Cuts counts the watches ended for silence since the last frame: each next watch's
-	// bound doubles, so that a stream that fell quiet for good is not cut again and again.
+	// bound triples, so that a stream that fell quiet for good is not cut again and again.
 	Cuts int `json:"cuts,omitempty"`
 }
 

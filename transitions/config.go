@@ -67,16 +67,17 @@ type Config struct {
 	// the healthy quiet watches before their first bookmark); at least 1 s; negative turns it off
 	// (docs/semantics.md, "silent watch").
 	WatchSilence time.Duration `json:"watchSilence,omitempty" help:"end and re-open from the last RV a watch that has delivered nothing for this long; negative: never"`
-	// ActiveWatchSilence and ActiveWatchSilenceFloor bound the silence of a stream that has
-	// been delivering events: the machine ends it once it has been silent for four times its
-	// cadence (the longest recent gap between frames), but never sooner than the floor and
-	// never later than ActiveWatchSilence, and re-watches from the last RV on a fresh
-	// connection. A stream whose gaps reach half the bookmark interval (30 s) is quiet: only
-	// WatchSilence bounds it. The apiserver keeps a resource's events for at least 75 s, so a
-	// stream that was delivering and falls silent is replaced while its RV can still be
-	// resumed; behind a load balancer the fresh connection reaches another kube-apiserver
-	// when the one it held was cut off. Each further re-watch of the same silence doubles the
-	// bound, up to WatchSilence. Defaults 45 s and 5 s; both at least 1 s and at most
+	// ActiveWatchSilence and ActiveWatchSilenceFloor bound the silence of a watch of a
+	// resource whose cadence is known (the longest recent gap between frames, measured
+	// across re-watches): the machine ends it once it has been silent — since its last
+	// frame, or since it was asked for — for four times that cadence, but never sooner than
+	// the floor and never later than ActiveWatchSilence, and re-watches from the last RV on a
+	// fresh connection. A resource whose gaps reach half the bookmark interval (30 s) is
+	// quiet: only WatchSilence bounds its watches. The apiserver keeps a resource's events for
+	// at least 75 s, so a stream that was delivering and falls silent is replaced while its RV
+	// can still be resumed; behind a load balancer the fresh connection reaches another
+	// kube-apiserver when the one it held was cut off. Each further re-watch of the same
+	// silence triples the bound, up to WatchSilence. Defaults 45 s and 5 s; both at least 1 s and at most
 	// WatchSilence (larger values are cut to it); a negative ActiveWatchSilence turns the
 	// rule off, and so does a negative WatchSilence (docs/semantics.md, "silent watch").
 	ActiveWatchSilence      time.Duration `json:"activeWatchSilence,omitempty" help:"longest silence allowed a watch that was delivering events; negative: only watch-silence"`

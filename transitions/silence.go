@@ -25,8 +25,13 @@ const (
 	// quietGap: a stream whose cadence reaches half the apiserver's bookmark interval (60 s)
 	// delivers bookmarks rather than events, and its silence is WatchSilence's alone.
 	quietGap = 30 * time.Second
-	// maxSilenceDoublings bounds the doubling of the bound over the re-watches of one silence.
-	maxSilenceDoublings = 16
+	// silenceGrowth: each further re-watch of one silence has this many times the bound of the
+	// one before (5, 15, 45, 135 s): three tries inside the RV's 75 s (at 5, 20 and 65 s of
+	// silence), and a resource that falls quiet for good is cut at most three times before its
+	// first bookmark (60 or 120 s) comes within the bound.
+	silenceGrowth = 3
+	// maxSilenceGrowths bounds the growth of the bound over the re-watches of one silence.
+	maxSilenceGrowths = 16
 )
 
 // frameHeard notes a frame of the watch in flight at now: the gap since the frame before it
@@ -53,7 +58,7 @@ func forgetFrames(s *fsm.Snapshot) {
 
 // activeSilence is the bound of the watch in flight when the silence rule bounds it, and
 // false when only WatchSilence does (the rule is off, no cadence is known yet, the stream is
-// quiet, or the re-watches of one silence have doubled the bound to WatchSilence).
+// quiet, or the re-watches of one silence have grown the bound to WatchSilence).
 func (m *Machine) activeSilence(s *fsm.Snapshot) (time.Duration, bool) {
 	w := &s.Watch.Silence
 	q := m.cfg.WatchSilence
@@ -63,8 +68,8 @@ func (m *Machine) activeSilence(s *fsm.Snapshot) (time.Duration, bool) {
 	hi := min(m.cfg.ActiveWatchSilence, q)
 	lo := min(m.cfg.ActiveWatchSilenceFloor, hi)
 	b := min(max(silenceGapFactor*w.Gap, lo), hi)
-	for range min(w.Cuts, maxSilenceDoublings) {
-		b *= 2
+	for range min(w.Cuts, maxSilenceGrowths) {
+		b *= silenceGrowth
 	}
 	if b >= q {
 		return 0, false
