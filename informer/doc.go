@@ -26,4 +26,8 @@
 // cache.Options.NewInformer; NewInformerFunc is for SharedInformerFactory.InformerFor), and
 // rewatch's own HTTP transport (NewHTTP, ForClientset, ForRESTConfig, and package
 // informer/factory, client-go's SharedInformerFactory with every informer rewatch's).
+//
+// NewInformer, NewIndexerInformer and NewInformerWithOptions are client-go's cache
+// constructors of the same names: a store and a controller for one handler, whose panic comes
+// out of the controller's Run.
 package informer

@@ -98,6 +98,14 @@ type Informer struct {
 	lastRV string
 
 	stats *rewatch.StatsObserver
+
+	// panicsOutOfRun makes a handler's panic come out of Run (NewInformerWithOptions); crash
+	// is the first such panic, and cancelRun stops the informer for it.
+	panicsOutOfRun bool
+	crashMu        sync.Mutex
+	crashing       bool
+	crash          any
+	cancelRun      context.CancelFunc
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -292,6 +300,15 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	if !i.started.CompareAndSwap(false, true) {
 		log.Warn("informer has already been started", "informer", i.name)
 		return
+	}
+	if i.panicsOutOfRun {
+		defer i.raiseCrash() // once every handler has stopped
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		i.crashMu.Lock()
+		i.cancelRun = cancel
+		i.crashMu.Unlock()
 	}
 	defer i.shutdown()
 	if i.constructErr != nil {

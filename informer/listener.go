@@ -255,6 +255,16 @@ func (c *caller) one(n *notification) bool {
 // when utilruntime.ReallyCrash is true (its default), raised again, which ends the process;
 // otherwise the notification is dropped and handle reports false.
 func (l *listener) handle(n *notification) (completed bool) {
+	if l.inf.panicsOutOfRun {
+		// Runs after HandleCrashWithLogger, which raises the panic again only when
+		// utilruntime.ReallyCrash is true: the panic goes to Run instead of ending the process
+		// here (NewInformerWithOptions).
+		defer func() {
+			if r := recover(); r != nil {
+				l.inf.crashed(r)
+			}
+		}()
+	}
 	defer utilruntime.HandleCrashWithLogger(l.logger)
 	switch n.kind {
 	case notifyAdd:
