@@ -142,6 +142,10 @@ func New(transport driver.Transport, example runtime.Object, opts Options) *Info
 	return inf
 }
 
+// Failed returns an informer whose Run logs err and returns at once, for constructors whose
+// signature (client-go's) has no error result.
+func Failed(err error, example runtime.Object, opts Options) *Informer { return failed(err, example, opts) }
+
 // failed returns an informer whose Run reports err and returns, for constructors whose
 // signature (client-go's) has no error result.
 func failed(err error, example runtime.Object, opts Options) *Informer {

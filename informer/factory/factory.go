@@ -14,6 +14,10 @@
 // over rewatch's HTTP transport built from the clientset's REST client (so a relist streams
 // its items and skips the unchanged ones, docs/semantics.md "Relists"), with client-go's
 // namespace index and the factory's namespace, label and field selectors and transform.
+//
+// ResourceFactory is the same for client-go's dynamic and metadata informer factories
+// (NewFilteredDynamicSharedInformerFactory, NewFilteredMetadataSharedInformerFactory), made from
+// the rest.Config their client would be made from.
 package factory
 
 import (
