@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -42,9 +43,11 @@ type NewInformerFn = func(cache.ListerWatcher, runtime.Object, time.Duration, ca
 // informer lists and watches exactly what controller-runtime's own would.
 //
 // Typed objects are decoded with scheme (nil: client-go's), protobuf first where the server
-// has it, and unstructured ones as JSON. Where the HTTP path cannot stand in — metadata-only
-// objects (controller-runtime sets their kind as they arrive), a type scheme does not know, or
-// a manager given an HTTPClient of its own so that the config's transport never sees the probe —
+// has it, unstructured ones as JSON or CBOR, and metadata-only ones as PartialObjectMetadata
+// given the kind of the example object, as controller-runtime's ListerWatcher gives it them.
+// Where the HTTP path cannot stand in — a type scheme does not know, a metadata-only example
+// without its kind, or a manager given an HTTPClient of its own so that the config's transport
+// never sees the probe —
 // the informer is NewSharedIndexInformer's over the ListerWatcher: watch-lists where the server
 // has them (WatchListFor), a LIST otherwise. opts apply to every informer; resync and indexers
 // come from controller-runtime.
@@ -87,11 +90,17 @@ func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, 
 		return WithOptions(b.opts)(lw, example, resync, indexers)
 	}
 	var decoder httpapi.Decoder
+	var gvk schema.GroupVersionKind
 	switch example.(type) {
 	case runtime.Unstructured:
 		decoder = httpapi.Unstructured()
 	case *metav1.PartialObjectMetadata:
-		return fallback("metadata-only objects get their kind from controller-runtime's ListerWatcher")
+		// controller-runtime sets the kind of each metadata-only object its ListerWatcher
+		// returns (the server's is PartialObjectMetadata); the informer does the same.
+		if gvk = example.GetObjectKind().GroupVersionKind(); gvk.Empty() {
+			return fallback("a metadata-only object without its kind")
+		}
+		decoder = httpapi.Metadata()
 	default:
 		if _, _, err := b.scheme.ObjectKinds(example); err != nil {
 			return fallback(fmt.Sprintf("the scheme does not know the type: %v", err))
@@ -106,7 +115,7 @@ func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, 
 	if err != nil {
 		return fallback(err.Error())
 	}
-	t, err := httpapi.New(httpapi.Config{Client: b.client, Server: b.server, Resource: res, Decoder: decoder, UserAgent: b.userAgent})
+	t, err := httpapi.New(httpapi.Config{Client: b.client, Server: b.server, Resource: res, Decoder: decoder, Format: b.opts.Format, UserAgent: b.userAgent})
 	if err != nil {
 		return fallback(err.Error())
 	}
@@ -116,7 +125,15 @@ func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, 
 	if o.Name == "" {
 		o.Name = t.String()
 	}
-	return New(t, example, o)
+	inf := New(t, example, o)
+	if !gvk.Empty() {
+		inf.prepare = func(obj any) {
+			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+				m.SetGroupVersionKind(gvk)
+			}
+		}
+	}
+	return inf
 }
 
 func (b *crBuilder) logger() *slog.Logger {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -128,4 +129,37 @@ func TestForRESTConfigFallsBackToTheListerWatcher(t *testing.T) {
 	run(t, inf)
 	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
 	require.Equal(t, []string{"default/yes"}, inf.GetStore().ListKeys())
+}
+
+// A metadata-only informer reads PartialObjectMetadata over the HTTP transport, each object
+// given the example's kind, as controller-runtime's metadata ListerWatcher gives it.
+func TestForRESTConfigMetadataOnly(t *testing.T) {
+	s, simURL := startSim(t, 2)
+	var log frontLog
+	cfg, newInformer, err := informer.ForRESTConfig(&rest.Config{Host: log.start(t, simURL)}, nil, quiet)
+	require.NoError(t, err)
+	mc, err := metadata.NewForConfig(cfg)
+	require.NoError(t, err)
+	res := mc.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace("default")
+	lw := &cache.ListWatch{
+		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return res.List(ctx, o) },
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return res.Watch(ctx, o) },
+	}
+	example := &metav1.PartialObjectMetadata{}
+	example.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	inf := newInformer(lw, example, 0, cache.Indexers{})
+	run(t, inf)
+	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	_, err = s.Create(sim.ConfigMaps, "default", "late", nil)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok, _ := inf.GetStore().GetByKey("default/late"); return ok }, time.Minute, time.Millisecond)
+	for _, key := range []string{"default/cm-0", "default/late"} {
+		obj, ok, err := inf.GetStore().GetByKey(key)
+		require.NoError(t, err)
+		require.True(t, ok, key)
+		require.Equal(t, corev1.SchemeGroupVersion.WithKind("ConfigMap"), obj.(*metav1.PartialObjectMetadata).GroupVersionKind(), key)
+	}
+	for _, line := range log.get() {
+		require.True(t, strings.HasPrefix(line, "rewatch "), line)
+	}
 }

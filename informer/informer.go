@@ -48,7 +48,8 @@ type Options struct {
 	// Clock drives the reflector's waits and resyncs. Default the wall clock.
 	Clock clockx.Clock
 	// Format is the wire format of an informer whose HTTP transport is built from a clientset
-	// (ForClientset, NewInformerFunc, package informer/factory). Default httpapi.FormatAuto:
+	// (ForClientset, NewInformerFunc, package informer/factory) or from a rest.Config
+	// (ForRESTConfig). Default httpapi.FormatAuto:
 	// protobuf for built-in types, JSON when the server answers so.
 	Format httpapi.Format
 
@@ -91,6 +92,10 @@ type Informer struct {
 	syncedAt     atomic.Uint64
 	syncedCh     chan struct{}
 	constructErr error
+
+	// prepare, when set, completes each decoded object before the transform (ForRESTConfig
+	// sets a metadata-only object's kind, as controller-runtime's ListerWatcher does).
+	prepare func(obj any)
 
 	// lastRV is written on every event the reflector takes; a string under a lock costs no
 	// allocation there, where a pointer swap would cost one per event.

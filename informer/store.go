@@ -20,6 +20,9 @@ var _ driver.VersionedStore = (*store)(nil)
 func (s *store) informer() *Informer { return (*Informer)(s) }
 
 func (s *store) transformed(obj any) (any, error) {
+	if s.prepare != nil {
+		s.prepare(obj)
+	}
 	if s.transform == nil {
 		return obj, nil
 	}
