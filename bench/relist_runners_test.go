@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,6 +27,7 @@ import (
 func init() {
 	relistRunners = append(relistRunners,
 		relistRunner{"rewatch-listwatch-watchlist", startRewatchListWatch},
+		relistRunner{"rewatch-informerfunc", startRewatchInformerFunc},
 		relistRunner{"controller-runtime-rewatch", startControllerRuntime(true)},
 		relistRunner{"controller-runtime-listwatch-watchlist", startControllerRuntime(false)},
 	)
@@ -41,13 +44,26 @@ func startRewatchListWatch(b *testing.B, url string, d *relistData) *running {
 	return runInformer(b, informer.WithOptions(quiet)(lw, d.example(), 0, indexers))
 }
 
+// startRewatchInformerFunc is informer.NewInformerFuncIn handed to client-go's own
+// SharedInformerFactory.InformerFor, as a program on client-go's factory adopts rewatch type by
+// type.
+func startRewatchInformerFunc(b *testing.B, url string, d *relistData) *running {
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: url, QPS: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("bench"))
+	opts := informer.Options{Logger: slog.New(slog.DiscardHandler), Format: wireFormat(d.media)}
+	return runInformer(b, f.InformerFor(d.example(), informer.NewInformerFuncIn(d.example(), "bench", nil, opts)))
+}
+
 // startControllerRuntime is a controller-runtime cache for the run's type in namespace bench, as a
 // manager builds it, with rewatch's informers: ForRESTConfig's over HTTP (overHTTP), else
 // NewSharedIndexInformer over controller-runtime's ListerWatcher. The cache's informer is the
 // one a controller's handler is added to.
 func startControllerRuntime(overHTTP bool) func(*testing.B, string, *relistData) *running {
 	return func(b *testing.B, url string, d *relistData) *running {
-		quiet := informer.Options{Logger: slog.New(slog.DiscardHandler)}
+		quiet := informer.Options{Logger: slog.New(slog.DiscardHandler), Format: wireFormat(d.media)}
 		cfg := &rest.Config{Host: url, QPS: -1}
 		newInformer := informer.WithOptions(quiet)
 		if overHTTP {
