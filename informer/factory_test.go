@@ -85,6 +85,7 @@ func TestSharedInformerFactoryInformerFor(t *testing.T) {
 	ours := informers.NewSharedInformerFactory(viaProxy, 0)
 	inf := ours.InformerFor(&corev1.ConfigMap{}, informer.NewInformerFunc(&corev1.ConfigMap{}, quiet))
 	require.IsType(t, &informer.Informer{}, inf)
+	require.Contains(t, inf.GetIndexer().GetIndexers(), cache.NamespaceIndex, "client-go's typed informers' namespace index, which the lister reads")
 	require.Same(t, inf.GetIndexer(), ours.Core().V1().ConfigMaps().Informer().GetIndexer(), "the factory hands out rewatch's informer")
 	lister := ours.Core().V1().ConfigMaps().Lister()
 	theirs := informers.NewSharedInformerFactory(direct, 0)
