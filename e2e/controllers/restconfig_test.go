@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/rewatch/rewatch/informer"
+	"github.com/rewatch/rewatch/internal/faultproxy"
 )
 
 // sentRequest is one request that reached the wire: who sent it and what it asked for.
@@ -188,4 +191,108 @@ func names(list client.ObjectList) []string {
 		}
 	}
 	return out
+}
+
+// relistCounter counts what a handler without a resync period is given.
+type relistCounter struct {
+	mu                  sync.Mutex
+	adds, updates, noop int
+	added               map[string]bool
+}
+
+func (c *relistCounter) handler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.adds++
+			c.added[obj.(*corev1.ConfigMap).Name] = true
+		},
+		UpdateFunc: func(old, obj any) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.updates++
+			if old.(*corev1.ConfigMap).ResourceVersion == obj.(*corev1.ConfigMap).ResourceVersion {
+				c.noop++
+			}
+		},
+	}
+}
+
+func (c *relistCounter) has(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.added[name]
+}
+
+// docs/semantics.md, "Relists": through ForRESTConfig, a 410 on controller-runtime's watch
+// costs one LIST over rewatch's HTTP transport, and the relist of objects that did not change
+// hands the controller's handler nothing (controller-runtime's default informer hands it an
+// update per cached object).
+func TestForRESTConfigRelistHandsOverOnlyChanges(t *testing.T) {
+	b := shared.Get(t)
+	ns := namespace(t, b, "crhttp-relist")
+	cs := direct(t, b)
+	const objects = 30
+	for i := range objects {
+		createConfigMap(t, cs, ns, fmt.Sprintf("cm-%d", i), nil)
+	}
+	p, base := proxied(t, b)
+	expired := p.AddRule(faultproxy.Rule{Kind: faultproxy.Watch, PathContains: "/namespaces/" + ns + "/configmaps",
+		Fault: faultproxy.WatchError(faultproxy.Expired()).AfterEvents(1)})
+	logRequestsOnFailure(t, "relist", p)
+	cfg, newInformer, err := informer.ForRESTConfig(base, nil, informer.Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	mgr, err := ctrl.NewManager(cfg, manager.Options{
+		Cache:                  crcache.Options{NewInformer: newInformer, DefaultNamespaces: map[string]crcache.Config{ns: {}}},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 logr.Discard(),
+	})
+	require.NoError(t, err)
+	ctx := t.Context()
+	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{})
+	require.NoError(t, err)
+	c := &relistCounter{added: map[string]bool{}}
+	_, err = inf.AddEventHandler(c.handler())
+	require.NoError(t, err)
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("the manager did not stop")
+		}
+	})
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	require.True(t, mgr.GetCache().WaitForCacheSync(syncCtx), "the manager's cache never synced")
+
+	// One event on the watch, then its 410: the informer relists.
+	createConfigMap(t, cs, ns, "trigger", nil)
+	require.Eventually(t, func() bool { return expired.Fired() == 1 }, time.Minute, 10*time.Millisecond, "the 410 never reached the informer")
+	// An object created after the 410 arrives after the relist that follows it.
+	createConfigMap(t, cs, ns, "marker", nil)
+	require.Eventually(t, func() bool { return c.has("marker") }, time.Minute, 10*time.Millisecond, "the marker never arrived")
+
+	lists := 0
+	for _, r := range p.Requests() {
+		if !strings.HasSuffix(r.Path, "/namespaces/"+ns+"/configmaps") {
+			continue
+		}
+		require.Empty(t, r.Query.Get("sendInitialEvents"), "the HTTP transport lists")
+		if r.Kind == faultproxy.List && r.Status == http.StatusOK {
+			lists++
+		}
+	}
+	require.Equal(t, 2, lists, "the initial LIST and the relist's")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.Equal(t, objects+2, c.adds, "the objects, the trigger and the marker")
+	require.Zero(t, c.noop, "no update for an unchanged object")
+	require.Zero(t, c.updates)
 }
