@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rewatch/rewatch/fsm"
-
 	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/transport"
-
 	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 

@@ -16,7 +16,6 @@ import (
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/retry"
-
 	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/cborwire"
 	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/pbwire"
 )

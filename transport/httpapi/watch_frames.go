@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rewatch/rewatch/fsm"
-
 	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/cborwire"
 	"github.com/rewatch/rewatch/transport/httpapi/internal/wire/jsonwire"
@@ -74,7 +73,7 @@ func framesOf(media string) wire.Frames {
 
 // frames is the frame decoder of a watch stream in format f: it scans each frame once, when
 // it may use the scan — to hand its object over directly (a built-in decoder) or to leave an
-// unchanged ADDED frame undecoded (skip) — and decodes everything else with f.decode.
+// unchanged ADDED frame undecoded (skip) — and decodes everything else with f.Decode.
 func (t *Transport) frames(f wire.Frames, skip *initialSkip) runtime.Decoder {
 	_, builtin := t.cfg.Decoder.(heldListStreamDecoder)
 	direct := builtin && f.Direct

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/framer"
 
 	"github.com/rewatch/rewatch/fsm"
-
 	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 
