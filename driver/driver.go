@@ -555,6 +555,10 @@ func (d *driver) send(ctx context.Context, e fsm.Event) bool {
 // cause transitions/ decided, so the driver judges nothing itself.
 func logLevel(e fsm.Event, cause fsm.Cause) slog.Level {
 	switch {
+	case cause == fsm.CauseWatchListNoEnd:
+		// A server that never ends a watch-list's initial events: the reflector lists by
+		// pages from then on, so this is said once in its life.
+		return slog.LevelWarn
 	case e.Failure == nil || cause == fsm.NoCause:
 		return slog.LevelDebug
 	case cause == fsm.CauseListRejected || cause == fsm.CauseWatchRejected || cause == fsm.CauseWatchRejectedOnce:

@@ -28,6 +28,8 @@ const (
 	CauseInitialTransferCut
 	CauseWholeListRefused
 	CausePageTooLarge
+	CauseWatchListNoEnd
+	CauseInitialEventsCheck
 
 	// Watching.
 	CauseWatchOpened
@@ -88,6 +90,8 @@ var causeIDs = [numCauses]causeName{
 	CauseInitialTransferCut:   {ID: "initial-transfer-cut"},
 	CauseWholeListRefused:     {ID: "whole-list-refused"},
 	CausePageTooLarge:         {ID: "page-too-large"},
+	CauseWatchListNoEnd:       {ID: "watch-list-no-end"},
+	CauseInitialEventsCheck:   {ID: "initial-events-check"},
 
 	CauseWatchOpened: {ID: "watch-opened"},
 	CauseWatchEvent:  {ID: "watch-event"},

@@ -70,6 +70,12 @@ type ListState struct {
 	Whole bool `json:"whole,omitempty"`
 	// Streaming: the current listing is a watch-list stream (sendInitialEvents).
 	Streaming bool `json:"streaming,omitempty"`
+	// EndTimer is the deadline armed while a watch-list stream is in its initial phase (0:
+	// none), and HeardAt when it last delivered: initial events that fall silent past their
+	// bound without the end bookmark mean the bookmark is not coming (docs/semantics.md,
+	// "Streaming list").
+	EndTimer uint64    `json:"endTimer,omitempty"`
+	HeardAt  time.Time `json:"heardAt,omitzero"`
 	// Staged counts the stage commands (items, pages, initial events) of the listing in
 	// progress, so that a failed listing knows whether there is anything to discard.
 	Staged int `json:"staged,omitempty"`

@@ -158,7 +158,20 @@ func rowCases() map[fsm.Transition]rowCase {
 		cases[row(from, fsm.CauseListRejected)] = rowCase{setup: setup,
 			event: failing(fsm.EvListFailed, httpBare(403)), want: []fsm.CommandKind{arm}}
 		cases[row(from, fsm.CauseWatchListOpened)] = rowCase{cfg: watchListOn, setup: setup,
-			event: plain(fsm.EvWatchOpened)}
+			event: plain(fsm.EvWatchOpened), want: []fsm.CommandKind{fsm.CmdWatchDeadline}}
+		streamOpen := func(p *play) { setup(p); p.step(p.event(fsm.EvWatchOpened)); p.initialEvent() }
+		cases[row(from, fsm.CauseWatchListNoEnd)] = rowCase{cfg: watchListOn, setup: streamOpen,
+			event: func(p *play) fsm.Event {
+				e := p.event(fsm.EvWatchEvent)
+				e.Type, e.ResourceVersion = fsm.Bookmark, "300"
+				return e
+			},
+			want: []fsm.CommandKind{fsm.CmdCancelTimer, cancel, discard, list}}
+		cases[row(from, fsm.CauseInitialEventsCheck)] = rowCase{cfg: watchListOn, setup: streamOpen,
+			event: func(p *play) fsm.Event {
+				return fsm.Event{Kind: fsm.EvTimerFired, Now: p.now.Add(time.Second), Timer: p.s.List.EndTimer}
+			},
+			want: []fsm.CommandKind{fsm.CmdWatchDeadline}}
 		cases[row(from, fsm.CauseInitialEvent)] = rowCase{cfg: watchListOn, setup: setup,
 			event: func(p *play) fsm.Event { e := p.event(fsm.EvWatchEvent); e.Type, e.Key = fsm.Added, "ns/a"; return e },
 			want:  []fsm.CommandKind{stage}}

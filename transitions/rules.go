@@ -54,6 +54,9 @@ const (
 	answersTimer
 	// answersDeadline: the deadline of the watch in flight fired (Snapshot.Watch.Silence).
 	answersDeadline
+	// answersEndDeadline: the deadline of a watch-list's initial phase fired
+	// (Snapshot.List.EndTimer).
+	answersEndDeadline
 	// answersList: an event of the LIST request in flight.
 	answersList
 	// answersStream: an event of the watch-list stream in flight (Snapshot.List.Streaming).
@@ -206,6 +209,10 @@ func (m *Machine) cause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 			on = answersDeadline
 			break
 		}
+		if t := s.List.EndTimer; t != 0 && e.Timer == t {
+			on = answersEndDeadline
+			break
+		}
 		if s.Wait.Timer == 0 || e.Timer != s.Wait.Timer {
 			return fsm.NoCause
 		}
@@ -275,6 +282,9 @@ func (m *Machine) effectsBeforeMove(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cau
 	r := ruleOf[cause]
 	if r.accepted {
 		accepted(s)
+	}
+	if s.List.EndTimer != 0 && cause != fsm.CauseInitialEvent && cause != fsm.CauseInitialEventsCheck {
+		endDeadlineOff(s, row, out)
 	}
 	switch {
 	case cause == fsm.CauseWatchEvent:

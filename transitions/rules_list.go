@@ -117,16 +117,46 @@ var listRules = []rule{
 		cause: fsm.CauseWatchListOpened, label: "watch-list stream opened", accepted: true,
 		reads: []reading{on(answersStream, fsm.EvWatchOpened)},
 		rows:  []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
-		effect: func(_ *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
 			streamOpened(s, &e)
+			m.armEndDeadline(s, &e, &out)
+			return out
+		},
+	},
+	{
+		// A watch-list whose initial-events-end bookmark will not come: a server that supports
+		// watch-list sends no other bookmark before the one that ends the initial events, so
+		// one that sends a plain bookmark has dropped the annotation (an older aggregated
+		// server, a proxy); and initial events that fall silent past their bound without it
+		// will not end either (initial_end.go). Paginated LISTs from then on, for the
+		// reflector's life (docs/semantics.md, "Streaming list").
+		cause: fsm.CauseWatchListNoEnd, label: "watch-list without its end bookmark → paginated LIST", retry: true,
+		reads: []reading{
+			on(answersStream, fsm.EvWatchEvent).when(plainBookmark),
+			on(answersEndDeadline, fsm.EvTimerFired).when(initialEventsSilent),
+		},
+		rows: []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, _ fsm.Event, out []fsm.Command) []fsm.Command {
+			m.watchListNoEnd(s, &out)
+			return out
+		},
+	},
+	{
+		cause: fsm.CauseInitialEventsCheck, label: "deadline, initial events arriving → next deadline",
+		reads: []reading{on(answersEndDeadline, fsm.EvTimerFired).otherwise()},
+		rows:  []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			s.List.EndTimer = 0
+			m.armEndDeadline(s, &e, &out)
 			return out
 		},
 	},
 	{
 		cause: fsm.CauseInitialEvent, label: "initial event → stage", accepted: true,
-		reads: []reading{on(answersStream, fsm.EvWatchEvent).when(not(initialEventsEnd))},
+		reads: []reading{on(answersStream, fsm.EvWatchEvent).when(not(anyBookmark))},
 		rows:  []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
 		effect: func(_ *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			s.List.HeardAt = e.Now
 			if e.Type != fsm.Bookmark {
 				s.List.Staged++
 				emit(&out, fsm.Command{Kind: fsm.CmdStage, Type: e.Type, Key: e.Key, Object: e.Object, Items: e.Items, ItemCount: e.ItemCount})
@@ -234,6 +264,16 @@ func unusableRV(f *fsm.Failure) bool {
 
 func initialEventsEnd(_ *Machine, _ *fsm.Snapshot, e fsm.Event) bool {
 	return e.Type == fsm.Bookmark && e.InitialEventsEnd
+}
+
+func plainBookmark(_ *Machine, _ *fsm.Snapshot, e fsm.Event) bool {
+	return e.Type == fsm.Bookmark && !e.InitialEventsEnd
+}
+
+func anyBookmark(_ *Machine, _ *fsm.Snapshot, e fsm.Event) bool { return e.Type == fsm.Bookmark }
+
+func initialEventsSilent(_ *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return e.Now.Sub(s.List.HeardAt) >= initialEventsSilence
 }
 
 func wholeListRefused(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
