@@ -149,7 +149,9 @@ func New(transport driver.Transport, example runtime.Object, opts Options) *Info
 
 // Failed returns an informer whose Run logs err and returns at once, for constructors whose
 // signature (client-go's) has no error result.
-func Failed(err error, example runtime.Object, opts Options) *Informer { return failed(err, example, opts) }
+func Failed(err error, example runtime.Object, opts Options) *Informer {
+	return failed(err, example, opts)
+}
 
 // failed returns an informer whose Run reports err and returns, for constructors whose
 // signature (client-go's) has no error result.
