@@ -274,6 +274,19 @@ func (d *driver) exec(c *fsm.Command) error {
 			}
 			d.cfg.Transport.Watch(ctx, c, emit)
 		})
+	case fsm.CmdAsk:
+		hook := d.cfg.Hooks[c.Hook]
+		d.startRequest(c, func(ctx context.Context, c fsm.Command) {
+			e := fsm.Event{Kind: fsm.EvAnswer, Request: c.Request, Hook: c.Hook}
+			err := errNoHook
+			if hook != nil {
+				err = hook(ctx)
+			}
+			if err != nil {
+				e.Failure = &fsm.Failure{Message: fmt.Sprintf("hook %s: %v", c.Hook, err)}
+			}
+			d.send(ctx, e)
+		})
 	case fsm.CmdCancelRequest:
 		if c.Request == d.reqID {
 			d.abortRequest()
@@ -566,3 +579,6 @@ func logLevel(e fsm.Event, cause fsm.Cause) slog.Level {
 	}
 	return slog.LevelInfo
 }
+
+// errNoHook answers a question the machine asked for which the caller gave no hook.
+var errNoHook = errors.New("no hook configured")

@@ -40,11 +40,15 @@ const (
 	// (Backoff's timer and a deadline are never armed together), and stats do not count it as
 	// backing off.
 	CmdWatchDeadline
+	// CmdAsk: ask the caller the question Hook names, as request Request; the driver calls the
+	// caller's hook and feeds its answer back as an EvAnswer. A CmdCancelRequest for it cancels
+	// the hook's context.
+	CmdAsk
 )
 
 var commandKindNames = enumNames[CommandKind]{typ: "CommandKind", kind: "command kind",
 	names: []string{"", "list", "watch", "cancel-request", "arm-timer", "cancel-timer",
-		"stage", "replace-store", "discard-staged", "apply", "stopped", "watch-deadline"}}
+		"stage", "replace-store", "discard-staged", "apply", "stopped", "watch-deadline", "ask"}}
 
 func (k CommandKind) String() string                { return commandKindNames.String(k) }
 func (k CommandKind) MarshalText() ([]byte, error)  { return commandKindNames.MarshalText(k) }
@@ -78,6 +82,9 @@ type Command struct {
 	// ended by the transport and reported as a Timeout (0: never; docs/semantics.md, "silent
 	// watch").
 	SilenceBound time.Duration `json:"silenceBound,omitempty"`
+
+	// Hook is the question a CmdAsk asks.
+	Hook Hook `json:"hook,omitempty"`
 
 	// Timer, Delay and Reason describe a timer (a wait, or a watch's deadline); Reason is the
 	// cause that armed a wait.

@@ -51,9 +51,9 @@ func checkEnum[T textEnum, P interface {
 func TestEnumNames(t *testing.T) {
 	checkEnum[State](t, "State", []string{"Listing", "Watching", "Backoff", "Relisting", "Stopped"})
 	checkEnum[EventKind](t, "EventKind", []string{"", "start", "list-page", "list-failed", "watch-opened",
-		"watch-event", "watch-error", "watch-open-failed", "watch-ended", "timer-fired", "stop", "list-item"})
+		"watch-event", "watch-error", "watch-open-failed", "watch-ended", "timer-fired", "stop", "list-item", "answer"})
 	checkEnum[CommandKind](t, "CommandKind", []string{"", "list", "watch", "cancel-request", "arm-timer",
-		"cancel-timer", "stage", "replace-store", "discard-staged", "apply", "stopped", "watch-deadline"})
+		"cancel-timer", "stage", "replace-store", "discard-staged", "apply", "stopped", "watch-deadline", "ask"})
 	checkEnum[WatchEventType](t, "WatchEventType", []string{"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 	checkEnum[Transport](t, "Transport", []string{"", "refused", "reset", "eof", "timeout", "decode", "other", "too-large"})
 	checkEnum[Class](t, "Class", []string{"", "busy", "internal", "expired", "too-large-rv", "transport", "rejected"})

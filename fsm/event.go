@@ -32,11 +32,14 @@ const (
 	// EvListPage follows the last one, with the page's resourceVersion, continue token and
 	// item count (docs/semantics.md, "Relists").
 	EvListItem
+	// EvAnswer is the caller's answer to a CmdAsk (Request and Hook say which); Failure, when
+	// set, is the error the caller's hook returned.
+	EvAnswer
 )
 
 var eventKindNames = enumNames[EventKind]{typ: "EventKind", kind: "event kind",
 	names: []string{"", "start", "list-page", "list-failed", "watch-opened", "watch-event",
-		"watch-error", "watch-open-failed", "watch-ended", "timer-fired", "stop", "list-item"}}
+		"watch-error", "watch-open-failed", "watch-ended", "timer-fired", "stop", "list-item", "answer"}}
 
 func (k EventKind) String() string                { return eventKindNames.String(k) }
 func (k EventKind) MarshalText() ([]byte, error)  { return eventKindNames.MarshalText(k) }
@@ -77,6 +80,8 @@ type Event struct {
 	Request uint64 `json:"request,omitempty"`
 	// Timer identifies the timer of an EvTimerFired.
 	Timer uint64 `json:"timer,omitempty"`
+	// Hook is the question an EvAnswer answers.
+	Hook Hook `json:"hook,omitempty"`
 
 	// Type, ResourceVersion and Key describe a watch frame; Key and ResourceVersion also a list
 	// item, and ResourceVersion a list page.

@@ -47,6 +47,9 @@ func (c Command) String() string {
 		field(&b, "timer", strconv.FormatUint(c.Timer, 10))
 		field(&b, "delay", c.Delay.String())
 		field(&b, "reason", c.Reason.String())
+	case CmdAsk:
+		field(&b, "request", strconv.FormatUint(c.Request, 10))
+		field(&b, "hook", c.Hook.String())
 	case CmdCancelTimer:
 		field(&b, "timer", strconv.FormatUint(c.Timer, 10))
 	case CmdWatchDeadline:
@@ -87,6 +90,9 @@ func (e Event) String() string {
 	}
 	if e.Timer != 0 {
 		field(&b, "timer", strconv.FormatUint(e.Timer, 10))
+	}
+	if e.Hook != NoHook {
+		field(&b, "hook", e.Hook.String())
 	}
 	if e.Type != 0 {
 		field(&b, "type", e.Type.String())

@@ -47,6 +47,7 @@ type Snapshot struct {
 	InternalErrors InternalStreak `json:"internalErrors,omitzero"`
 	RetryAfter     RetryAfterRun  `json:"retryAfter,omitzero"`
 	Relists        RelistHistory  `json:"relists,omitzero"`
+	Asked          AskHistory     `json:"asked,omitzero"`
 
 	// Rand is the seeded source of jitter; it lives here so that Step stays pure and replayable.
 	Rand backoff.SplitMix64 `json:"rand"`

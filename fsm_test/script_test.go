@@ -133,6 +133,8 @@ func (r *scriptRunner) parse(line string) (fsm.Event, error) {
 		switch k {
 		case "request":
 			e.Request, err = strconv.ParseUint(v, 10, 64)
+		case "hook":
+			err = e.Hook.UnmarshalText([]byte(v))
 		case "timer":
 			e.Timer, err = strconv.ParseUint(v, 10, 64)
 		case "type":

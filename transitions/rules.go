@@ -57,6 +57,8 @@ const (
 	// answersEndDeadline: the deadline of a watch-list's initial phase fired
 	// (Snapshot.List.EndTimer).
 	answersEndDeadline
+	// answersAsk: the caller's answer to the question in flight (fsm.CmdAsk).
+	answersAsk
 	// answersList: an event of the LIST request in flight.
 	answersList
 	// answersStream: an event of the watch-list stream in flight (Snapshot.List.Streaming).
@@ -224,6 +226,8 @@ func (m *Machine) cause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 			return fsm.NoCause
 		}
 		switch {
+		case e.Kind == fsm.EvAnswer:
+			on = answersAsk
 		case s.List.Streaming:
 			on = answersStream
 		case e.Kind == fsm.EvListItem || e.Kind == fsm.EvListPage || e.Kind == fsm.EvListFailed:
