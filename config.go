@@ -66,6 +66,12 @@ type Config struct {
 	// server answered, so apierrors.IsNotFound, IsTooManyRequests and the like work on it, and
 	// a *fsm.TransportError otherwise. The reflector retries whatever the handler does.
 	WatchErrorHandler func(ctx context.Context, err error)
+	// RefreshCredentials, when set, is asked to refresh the credentials the Client's requests
+	// carry when a watch is refused with 401 after the server had accepted them (a rotated or
+	// short-lived token): at most once a minute, and the watch is re-opened at once when it
+	// returns (docs/semantics.md, "credentials expired"). It runs on a goroutine of its own;
+	// its context ends when the reflector stops. Its error is logged and the watch re-opened.
+	RefreshCredentials func(ctx context.Context) error
 	// Journal, when set, receives the event journal as JSON lines (docs/journal.md). A write
 	// error stops the reflector: Run returns it.
 	Journal io.Writer

@@ -40,6 +40,7 @@ func New(cfg Config) (*Reflector, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	cfg.Policy.CredentialsRefresh = cfg.RefreshCredentials != nil
 	m, err := transitions.New(cfg.Policy)
 	if err != nil {
 		errs = append(errs, err)
@@ -54,6 +55,7 @@ func New(cfg Config) (*Reflector, error) {
 	r.driver = driver.Config{
 		Policy: m.Config(), Transport: transport, Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Checked: cfg.Checked,
 		ResyncPeriod: cfg.ResyncPeriod, ShouldResync: cfg.ShouldResync,
+		Hooks: map[fsm.Hook]func(context.Context) error{fsm.HookRefreshCredentials: cfg.RefreshCredentials},
 	}
 	return r, nil
 }

@@ -49,6 +49,8 @@ const (
 	CauseRelistDeferred
 	CauseWatchSilent
 	CauseSilenceCheck
+	CauseRefreshCredentials
+	CauseCredentialsRefreshed
 
 	// Backoff.
 	CauseRetryWatch
@@ -112,6 +114,8 @@ var causeIDs = [numCauses]causeName{
 	CauseRelistDeferred:          {ID: "relist-deferred"},
 	CauseWatchSilent:             {ID: "watch-silent"},
 	CauseSilenceCheck:            {ID: "silence-check"},
+	CauseRefreshCredentials:      {ID: "refresh-credentials"},
+	CauseCredentialsRefreshed:    {ID: "credentials-refreshed"},
 
 	CauseRetryWatch:  {ID: "retry-watch"},
 	CauseRetryRelist: {ID: "retry-relist"},

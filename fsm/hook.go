@@ -11,11 +11,14 @@ type Hook uint8
 
 const (
 	NoHook Hook = iota
+	// HookRefreshCredentials asks the caller to refresh the credentials its requests carry
+	// (docs/semantics.md, "credentials expired").
+	HookRefreshCredentials
 
 	numHooks
 )
 
-var hookNames = enumNames[Hook]{typ: "Hook", kind: "hook", names: []string{""}}
+var hookNames = enumNames[Hook]{typ: "Hook", kind: "hook", names: []string{"", "refresh-credentials"}}
 
 func (h Hook) String() string                { return hookNames.String(h) }
 func (h Hook) MarshalText() ([]byte, error)  { return hookNames.MarshalText(h) }

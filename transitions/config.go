@@ -93,6 +93,11 @@ type Config struct {
 	// WatchList opens the initial state as a watch-list stream (sendInitialEvents=true) and falls
 	// back to LIST when the server does not support it.
 	WatchList bool `json:"watchList,omitempty" help:"stream the initial state (sendInitialEvents), falling back to LIST"`
+	// CredentialsRefresh: the caller refreshes credentials when asked (fsm.HookRefreshCredentials;
+	// the façade's RefreshCredentials). A watch refused with 401 after the server had accepted
+	// them asks it, at most once a minute, and re-watches at once (docs/semantics.md,
+	// "credentials expired").
+	CredentialsRefresh bool `json:"credentialsRefresh,omitempty" cli:"-" help:"the caller refreshes credentials when a watch is refused with 401"`
 	// Seed seeds the jitter source. Runs with the same seed and events make the same decisions.
 	Seed uint64 `json:"seed" cli:"-"`
 }

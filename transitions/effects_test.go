@@ -241,6 +241,18 @@ func rowCases() map[fsm.Transition]rowCase {
 		event: failing(fsm.EvWatchOpenFailed, httpBare(403)), want: []fsm.CommandKind{arm}}
 	cases[row(fsm.Watching, fsm.CauseWatchRejected)] = rowCase{setup: func(p *play) { p.watching().watchFails(403).fire() },
 		event: failing(fsm.EvWatchOpenFailed, httpBare(403)), want: []fsm.CommandKind{arm}}
+	// A 401 to a watch once the store synced, with a caller that refreshes credentials: asked,
+	// and the answer re-watches.
+	refreshing := Config{CredentialsRefresh: true}
+	cases[row(fsm.Watching, fsm.CauseRefreshCredentials)] = rowCase{cfg: refreshing, setup: watching,
+		event: failing(fsm.EvWatchOpenFailed, httpBare(401)), want: []fsm.CommandKind{fsm.CmdAsk}}
+	cases[row(fsm.Watching, fsm.CauseCredentialsRefreshed)] = rowCase{cfg: refreshing,
+		setup: func(p *play) { p.watching().watchFails(401) },
+		event: func(p *play) fsm.Event {
+			e := p.event(fsm.EvAnswer)
+			e.Hook = fsm.HookRefreshCredentials
+			return e
+		}, want: []fsm.CommandKind{watch}}
 	cases[row(fsm.Watching, fsm.CauseRelistDeferred)] = rowCase{
 		setup: func(p *play) { opened(p); p.m.relistRules = []relistRule{holdRelistsUntil(p.now.Add(time.Minute))} },
 		event: failing(fsm.EvWatchError, httpBare(410)), want: []fsm.CommandKind{cancel, arm}}

@@ -2,7 +2,9 @@ package transitions
 
 import (
 	"strconv"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rewatch/rewatch/fsm"
@@ -140,13 +142,13 @@ var watchRules = []rule{
 		// synced (docs/semantics.md, "watch refused").
 		cause: fsm.CauseWatchRejectedOnce, label: "401 / 403 / 404 / other, first → re-WATCH after backoff",
 		retry: true, avoidsList: fsm.AvoidsList,
-		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassRejected).when(not(rejectedBefore))},
+		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassRejected).when(firstRefusal)},
 		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Watching)},
 		effect: (*Machine).watchRejected,
 	},
 	{
 		cause: fsm.CauseWatchRejected, label: "401 / 403 / 404 / other, again", retry: true,
-		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassRejected).when(rejectedBefore)},
+		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassRejected).when(refusedAgain)},
 		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Relisting)},
 		effect: (*Machine).watchRejected,
 	},
@@ -156,6 +158,33 @@ var watchRules = []rule{
 		// back unless configured (docs/semantics.md, "Relists").
 		cause: fsm.CauseRelistDeferred, label: "relist held back by a relist rule", retry: true,
 		rows: []fsm.Transition{waits(fsm.Watching, fsm.Relisting)},
+	},
+	{
+		// A 401 to a watch after the server had accepted the reflector's credentials: they
+		// expired (a rotated token, a short-lived one). The caller is asked to refresh them
+		// (fsm.HookRefreshCredentials), at most once a minute, and the watch is re-opened at
+		// once when it has answered; otherwise the refusal is a refusal (docs/semantics.md,
+		// "credentials expired").
+		cause: fsm.CauseRefreshCredentials, label: "401 after credentials were accepted → ask to refresh them (once a minute)",
+		retry: true, avoidsList: fsm.AvoidsList,
+		reads: []reading{on(answersWatch, watchFailure...).class(fsm.ClassRejected).when(refreshHelps)},
+		rows:  []fsm.Transition{stays(fsm.Watching)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			m.watchFailed(s, &e, &out)
+			m.ask(s, fsm.HookRefreshCredentials, e.Now, &out)
+			return out
+		},
+	},
+	{
+		// The caller has refreshed the credentials, or failed to (its error is logged): the
+		// watch is re-opened at once from the last RV.
+		cause: fsm.CauseCredentialsRefreshed, label: "credentials refreshed → re-WATCH from last RV",
+		reads: []reading{answered(fsm.HookRefreshCredentials)},
+		rows:  []fsm.Transition{stays(fsm.Watching)},
+		effect: func(m *Machine, s *fsm.Snapshot, _ fsm.Event, out []fsm.Command) []fsm.Command {
+			m.openWatch(s, &out)
+			return out
+		},
 	},
 	{
 		// A stream that was delivering and fell silent for longer than its bound, which
@@ -249,8 +278,26 @@ func (m *Machine) youngCache(s *fsm.Snapshot, e *fsm.Event) bool {
 	return ok && oldest > asked && strconv.FormatUint(asked, 10) == s.LastRV
 }
 
-// rejectedBefore: a watch was refused and none has opened since.
-func rejectedBefore(_ *Machine, s *fsm.Snapshot, _ fsm.Event) bool { return s.Watch.Rejected }
+// firstRefusal and refusedAgain: no watch was refused since one last opened, or one was; and
+// a credentials refresh does not answer this refusal.
+func firstRefusal(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return !s.Watch.Rejected && !refreshHelps(m, s, e)
+}
+
+func refusedAgain(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return s.Watch.Rejected && !refreshHelps(m, s, e)
+}
+
+// refreshHelps: the caller refreshes credentials, the server accepted them before (the store
+// synced), the refusal is a 401, and they were not refreshed in the last credentialsRefreshEvery.
+func refreshHelps(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return m.cfg.CredentialsRefresh && s.Synced && apierrors.IsUnauthorized(statusError(e.Failure)) &&
+		!askedWithin(s, fsm.HookRefreshCredentials, e.Now, credentialsRefreshEvery)
+}
+
+// credentialsRefreshEvery bounds how often a 401 asks for fresh credentials: a refresh that
+// does not help is not asked for again and again (docs/semantics.md, "credentials expired").
+const credentialsRefreshEvery = time.Minute
 
 // Effects shared by watch rules.
 
