@@ -40,6 +40,9 @@ type modelServer struct {
 	deadlineDue time.Time
 	// sent counts the LIST items sent in answer to each request, by the model's own count.
 	sent map[uint64]int
+	// asking is the request of the question the machine last asked its caller (fsm.CmdAsk):
+	// while it is in flight the model answers it as the caller would.
+	asking uint64
 	// askedRV is the last RV of the snapshot the current event answers: what a watch asked for.
 	askedRV string
 }
@@ -74,6 +77,9 @@ func drawConfig(t *rapid.T) transitions.Config {
 		PageSize:               rapid.SampledFrom([]int64{0, 2, -1}).Draw(t, "pageSize"),
 		RetryAfterSpread:       rapid.SampledFrom([]float64{0, 0, 0.5, 1, transitions.RetryAfterExact}).Draw(t, "raSpread"),
 		PageRelists:            rapid.Bool().Draw(t, "pageRelists"),
+		// The optional policies: a relist cap, a caller that refreshes credentials.
+		MaxRelists:         rapid.SampledFrom([]int{0, 0, 1, 3}).Draw(t, "maxRelists"),
+		CredentialsRefresh: rapid.Bool().Draw(t, "credentialsRefresh"),
 	}
 }
 
@@ -97,6 +103,14 @@ func (ms *modelServer) next(t *rapid.T, s *fsm.Snapshot) generated {
 	}
 	if s.Seq == 0 {
 		return generated{event: fsm.Event{Kind: fsm.EvStart, Now: ms.now}}
+	}
+	if s.Request != 0 && s.Request == ms.asking {
+		// The caller answers the question, or its hook fails.
+		e := fsm.Event{Kind: fsm.EvAnswer, Now: ms.now, Request: s.Request, Hook: fsm.HookRefreshCredentials}
+		if rapid.IntRange(0, 3).Draw(t, "hookFails") == 0 {
+			e.Failure = &fsm.Failure{Message: "hook refresh-credentials: exec plugin failed"}
+		}
+		return generated{event: e}
 	}
 	switch s.State {
 	case fsm.Backoff:

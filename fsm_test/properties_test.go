@@ -46,6 +46,8 @@ func drawRun(t *rapid.T) run {
 				ms.lastDelay = c.Delay
 			case fsm.CmdWatchDeadline:
 				ms.deadlineDue = g.event.Now.Add(c.Delay)
+			case fsm.CmdAsk:
+				ms.asking = c.Request
 			}
 		}
 		r.steps = append(r.steps, runStep{gen: g, before: before, after: s, cause: cause, commands: cmds})
@@ -155,6 +157,10 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 			}
 			for _, c := range st.commands {
 				if c.Kind != fsm.CmdArmTimer {
+					continue
+				}
+				if cfg.MaxRelists > 0 && transitions.Table.BeginsRelist(c.Reason) {
+					// A relist's wait is its relist rules' to lengthen (TestPropertyRelistCapHolds).
 					continue
 				}
 				if ra := st.gen.retryAfter; ra >= transitions.MinRetryAfter {
@@ -504,6 +510,71 @@ func TestPropertyFreshConnectionOnceBetweenEvents(t *testing.T) {
 				st.after.State != fsm.Relisting && (st.after.State != fsm.Backoff || st.after.Wait.Next != fsm.Relisting) {
 				t.Fatalf("step %d: %s led to %s, not a relist", i, st.cause, st.after.State)
 			}
+		}
+	})
+}
+
+// docs/semantics.md "credentials expired": the caller is asked to refresh its credentials only
+// when it said it can, only for a 401 to a watch once the store synced, and at most once a
+// minute; its answer, whatever it is, re-opens the watch at once from the last RV, no LIST.
+func TestPropertyCredentialsRefreshedAtMostOnceAMinute(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		var last time.Time
+		for i, st := range r.steps {
+			e := st.gen.event
+			for _, c := range st.commands {
+				if c.Kind != fsm.CmdAsk {
+					continue
+				}
+				require.True(t, r.m.Config().CredentialsRefresh, "step %d: asked a caller without the hook", i)
+				require.Equal(t, fsm.HookRefreshCredentials, c.Hook)
+				require.True(t, st.before.Synced, "step %d: asked before the store synced", i)
+				f := e.Failure
+				require.True(t, f != nil && (f.Code == 401 || f.Status != nil && f.Status.Code == 401), "step %d: asked for %s", i, e)
+				if !last.IsZero() {
+					require.GreaterOrEqual(t, e.Now.Sub(last), time.Minute, "step %d: asked again within a minute", i)
+				}
+				last = e.Now
+			}
+			if st.cause == fsm.CauseCredentialsRefreshed {
+				watches := 0
+				for _, c := range st.commands {
+					require.NotContains(t, []fsm.CommandKind{fsm.CmdListPage, fsm.CmdArmTimer}, c.Kind, "step %d: %v", i, st.commands)
+					if c.Kind == fsm.CmdOpenWatch {
+						watches++
+						require.Equal(t, st.before.LastRV, c.ResourceVersion, "step %d: re-watch from the last RV", i)
+					}
+				}
+				require.Equal(t, 1, watches, "step %d: one re-watch at once: %v", i, st.commands)
+			}
+		}
+	})
+}
+
+// docs/semantics.md "Relists": with MaxRelists set, no more relists begin within any 10
+// minutes than it allows, whatever the server answers.
+func TestPropertyRelistCapHolds(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		limit := r.m.Config().MaxRelists
+		if limit == 0 {
+			return
+		}
+		var began []time.Time
+		for i, st := range r.steps {
+			if st.after.Relists.Count == st.before.Relists.Count {
+				continue
+			}
+			now := st.gen.event.Now
+			began = append(began, now)
+			in := 0
+			for _, b := range began {
+				if now.Sub(b) < 10*time.Minute {
+					in++
+				}
+			}
+			require.LessOrEqual(t, in, limit, "step %d: %d relists began within 10 minutes, MaxRelists %d", i, in, limit)
 		}
 	})
 }

@@ -65,6 +65,7 @@ func TestPropertyInternalErrorStreakRelistsOnceBounded(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := drawConfig(t)
 		cfg.WatchList = false
+		cfg.MaxRelists = 0 // the streak's relist, not the cap's: TestPropertyRelistCapHolds
 		f := newFailingWatch(t, cfg)
 		window, rewatches := f.m.Config().InternalErrorWindow, f.m.Config().InternalErrorRewatches
 		var streakStart time.Time
