@@ -91,6 +91,7 @@ func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, 
 	}
 	var decoder httpapi.Decoder
 	var gvk schema.GroupVersionKind
+	typed := false
 	switch example.(type) {
 	case runtime.Unstructured:
 		decoder = httpapi.Unstructured()
@@ -105,6 +106,10 @@ func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, 
 		if _, _, err := b.scheme.ObjectKinds(example); err != nil {
 			return fallback(fmt.Sprintf("the scheme does not know the type: %v", err))
 		}
+		// client-go's decoder, under controller-runtime's typed ListerWatcher, hands out
+		// objects without their kind (apiVersion and kind empty); the HTTP transport's carry
+		// what the server wrote, so the informer clears it.
+		typed = true
 		decoder = httpapi.Typed(b.scheme)
 	}
 	u, err := probeRequest(lw)
@@ -126,10 +131,10 @@ func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, 
 		o.Name = t.String()
 	}
 	inf := New(t, example, o)
-	if !gvk.Empty() {
+	if typed || !gvk.Empty() {
 		inf.prepare = func(obj any) {
-			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-				m.SetGroupVersionKind(gvk)
+			if o, ok := obj.(runtime.Object); ok {
+				o.GetObjectKind().SetGroupVersionKind(gvk)
 			}
 		}
 	}

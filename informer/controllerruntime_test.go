@@ -112,6 +112,11 @@ func TestForRESTConfigReadsWhatTheListerWatcherWouldRequest(t *testing.T) {
 		require.NotEqual(t, "1", u.Query().Get("limit"), "the probe reached the server")
 	}
 	require.ElementsMatch(t, []string{"default/yes", "default/late"}, inf.GetStore().ListKeys())
+	for _, key := range []string{"default/yes", "default/late"} { // from the LIST and from the watch
+		obj, _, err := inf.GetStore().GetByKey(key)
+		require.NoError(t, err)
+		require.Empty(t, obj.(*corev1.ConfigMap).GroupVersionKind(), "typed objects come without their kind, as client-go decodes them")
+	}
 }
 
 // A ListerWatcher whose requests do not go through the returned config (a manager given an

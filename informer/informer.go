@@ -94,7 +94,8 @@ type Informer struct {
 	constructErr error
 
 	// prepare, when set, completes each decoded object before the transform (ForRESTConfig
-	// sets a metadata-only object's kind, as controller-runtime's ListerWatcher does).
+	// sets a metadata-only object's kind and clears a typed one's, as controller-runtime's
+	// ListerWatcher hands them out).
 	prepare func(obj any)
 
 	// lastRV is written on every event the reflector takes; a string under a lock costs no

@@ -12,6 +12,7 @@
 # $REWATCH_BIN_DIR, else /work/bin) must hold both binaries (scripts/build-apiserver.sh).
 #
 #   scripts/controller-runtime-cache-suite.sh            # rewatch's informers
+#   REWATCH_CR_INFORMER=restconfig scripts/controller-runtime-cache-suite.sh  # informer.ForRESTConfig's
 #   REWATCH_CR_BASELINE=1 scripts/controller-runtime-cache-suite.sh   # unpatched, for comparison
 #
 # Extra arguments go to go test (e.g. -ginkgo.focus='Informer'). It prints ginkgo's summary line
@@ -41,7 +42,7 @@ if [[ -z ${REWATCH_CR_BASELINE:-} ]]; then
 		echo "controller-runtime-cache-suite: $informers no longer has the line this script patches" >&2
 		exit 2
 	}
-	sed -i 's/^	newInformer := cache.NewSharedIndexInformer$/	newInformer := defaultNewInformer/' "$informers"
+	sed -i 's/^	newInformer := cache.NewSharedIndexInformer$/	config, newInformer := rewatchInformers(config, options)/' "$informers"
 	cat >pkg/cache/internal/zz_rewatch.go <<'GO'
 package internal
 
@@ -51,22 +52,38 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	rewatchinformer "github.com/rewatch/rewatch/informer"
 )
 
-// defaultNewInformer is the informer controller-runtime's cache builds when its Options set
-// none: rewatch's, for this run of the suite. Each one built is logged, so that the run shows
-// how many informers rewatch stood in for.
-func defaultNewInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	inf := rewatchinformer.NewSharedIndexInformer(lw, obj, resync, indexers)
-	fmt.Fprintf(os.Stderr, "rewatch-cache-suite: built %T for %T\n", inf, obj)
-	return inf
+// rewatchInformers is the informer constructor controller-runtime's cache uses when its Options
+// set none: rewatch's, for this run of the suite. REWATCH_CR_INFORMER=restconfig makes it
+// informer.ForRESTConfig's, whose config and HTTP client the informers' ListerWatchers then use
+// in place of the cache's own; otherwise it is informer.NewSharedIndexInformer. Each informer
+// built is logged, so that the run shows how many rewatch stood in for.
+func rewatchInformers(config *rest.Config, options *InformersOpts) (*rest.Config, func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer) {
+	build := rewatchinformer.NewSharedIndexInformer
+	if os.Getenv("REWATCH_CR_INFORMER") == "restconfig" {
+		cfg, newInformer, err := rewatchinformer.ForRESTConfig(config, options.Scheme, rewatchinformer.Options{})
+		if err != nil {
+			panic(err)
+		}
+		if options.HTTPClient, err = rest.HTTPClientFor(cfg); err != nil {
+			panic(err)
+		}
+		config, build = cfg, newInformer
+	}
+	return config, func(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+		inf := build(lw, obj, resync, indexers)
+		fmt.Fprintf(os.Stderr, "rewatch-cache-suite: built %T for %T\n", inf, obj)
+		return inf
+	}
 }
 GO
 	go mod edit -require=github.com/rewatch/rewatch@v0.0.0 -replace=github.com/rewatch/rewatch="$root"
-	echo "controller-runtime-cache-suite: controller-runtime $version, every default informer rewatch's ($root)"
+	echo "controller-runtime-cache-suite: controller-runtime $version, every default informer rewatch's (${REWATCH_CR_INFORMER:-listwatch}, $root)"
 else
 	echo "controller-runtime-cache-suite: controller-runtime $version, unpatched"
 fi
@@ -77,6 +94,9 @@ status=0
 go test -v -count=1 -timeout 30m ./pkg/cache/... -ginkgo.no-color "$@" >"$work/out.txt" 2>&1 || status=$?
 grep -E '^(ok|FAIL|panic)|Ran [0-9]+ of|Passed \||\[FAIL\]' "$work/out.txt" || true
 echo "controller-runtime-cache-suite: informers built by rewatch: $(grep -c '^rewatch-cache-suite: built \*informer.Informer' "$work/out.txt" || true)"
+if [[ ${REWATCH_CR_INFORMER:-} == restconfig ]]; then
+	echo "controller-runtime-cache-suite: of which through the ListerWatcher instead of HTTP: $(grep -c "informer reads through controller-runtime's ListerWatcher" "$work/out.txt" || true)"
+fi
 if ((status != 0)) && [[ -n ${REWATCH_CR_KEEP:-} ]]; then
 	cp "$work/out.txt" "$REWATCH_CR_KEEP"
 	echo "controller-runtime-cache-suite: full output in $REWATCH_CR_KEEP"
