@@ -315,9 +315,12 @@ func startRewatchFactory(b *testing.B, url string, d *relistData) *running {
 		b.Fatal(err)
 	}
 	f := factory.New(cs, 0, informer.Options{Logger: slog.New(slog.DiscardHandler), Format: wireFormat(d.media)}, informers.WithNamespace("bench"))
-	inf := f.Core().V1().ConfigMaps().Informer()
+	// One informer only: the server serves d whatever the path, and counts every LIST.
+	var inf cache.SharedIndexInformer
 	if d.object == "pod" {
 		inf = f.Core().V1().Pods().Informer()
+	} else {
+		inf = f.Core().V1().ConfigMaps().Informer()
 	}
 	h := &counting{}
 	if _, err := inf.AddEventHandler(h); err != nil {
