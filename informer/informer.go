@@ -389,9 +389,12 @@ func (i *Informer) journal() (*journal.Writer, error) {
 }
 
 // Stats is what the reflector has done so far, as the façade's Reflector.Stats: LISTs,
-// watches, retries by cause, LISTs avoided, relists, the last failures. Safe from any goroutine.
+// watches, retries by cause, LISTs avoided, relists, the last failures. Synced is HasSynced:
+// the observer sees a transition after the store has taken its command, so its own would lag
+// behind the indexer. Safe from any goroutine.
 func (i *Informer) Stats() rewatch.Stats {
 	st := i.stats.Stats()
+	st.Synced = i.HasSynced()
 	st.Objects = len(i.indexer.ListKeys())
 	return st
 }
