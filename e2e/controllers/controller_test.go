@@ -74,21 +74,7 @@ func runManager(t *testing.T, b testbackend.Backend, cfg *rest.Config, ns string
 		Complete(copier{c: mgr.GetClient(), put: func(ctx context.Context, ns, name, v string) error {
 			return b.Put(ctx, configMaps, ns, name, v)
 		}}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("the manager did not stop")
-		}
-	})
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	require.True(t, mgr.GetCache().WaitForCacheSync(syncCtx), "the manager's cache never synced")
+	startManager(t, mgr)
 }
 
 func ptr[T any](v T) *T { return &v }

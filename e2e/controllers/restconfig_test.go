@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -105,21 +104,7 @@ func TestForRESTConfigHonoursNamespacesAndSelectors(t *testing.T) {
 		_, err := mgr.GetCache().GetInformer(ctx, obj)
 		require.NoError(t, err)
 	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("the manager did not stop")
-		}
-	})
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	require.True(t, mgr.GetCache().WaitForCacheSync(syncCtx), "the manager's cache never synced")
+	startManager(t, mgr)
 
 	cached := func(list client.ObjectList) []string {
 		require.NoError(t, mgr.GetCache().List(ctx, list))
@@ -256,21 +241,7 @@ func TestForRESTConfigRelistHandsOverOnlyChanges(t *testing.T) {
 	c := &relistCounter{added: map[string]bool{}}
 	_, err = inf.AddEventHandler(c.handler())
 	require.NoError(t, err)
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("the manager did not stop")
-		}
-	})
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	require.True(t, mgr.GetCache().WaitForCacheSync(syncCtx), "the manager's cache never synced")
+	startManager(t, mgr)
 
 	// One event on the watch, then its 410: the informer relists.
 	createConfigMap(t, cs, ns, "trigger", nil)

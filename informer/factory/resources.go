@@ -3,6 +3,7 @@ package factory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -113,7 +114,10 @@ func (f *ResourceFactory) newInformer(gvr schema.GroupVersionResource) *informer
 	}
 	opts := f.opts
 	opts.Name, opts.ResyncPeriod = "", f.defaultResync
-	opts.Indexers = mergeIndexers(informer.DefaultIndexers(), opts.Indexers)
+	// client-go's default indexers, then the caller's, which may replace one of them.
+	indexers := informer.DefaultIndexers()
+	maps.Copy(indexers, opts.Indexers)
+	opts.Indexers = indexers
 	var example runtime.Object = &metav1.PartialObjectMetadata{}
 	inf, err := informer.NewHTTP(conn, opts)
 	if err != nil {
@@ -121,17 +125,6 @@ func (f *ResourceFactory) newInformer(gvr schema.GroupVersionResource) *informer
 		return informer.Failed(err, example, opts)
 	}
 	return inf
-}
-
-func mergeIndexers(a, b cache.Indexers) cache.Indexers {
-	out := cache.Indexers{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
 }
 
 // Start starts every informer made so far that has not been started, until stopCh is closed.
