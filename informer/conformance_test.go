@@ -218,7 +218,11 @@ func TestConformanceShutDownEventHandler(t *testing.T) {
 		src.Add(configMap("slow"))
 		<-inCall
 		shutDown := make(chan error, 1)
-		go func() { shutDown <- cache.ShutDownEventHandler(inf, reg) }()
+		removing := &signalRemoval{SharedIndexInformer: inf, removed: make(chan struct{})}
+		go func() { shutDown <- cache.ShutDownEventHandler(removing, reg) }()
+		// "later" comes once the handler is removed, so it must never reach it; one added
+		// before could be handed to it before ShutDownEventHandler returns.
+		<-removing.removed
 		src.Add(configMap("later"))
 		other.waitFor(t, "later")
 		withShutdown, ok := reg.(interface{ ShutdownChan() <-chan struct{} })
@@ -248,6 +252,18 @@ func TestConformanceShutDownEventHandler(t *testing.T) {
 			t.Fatal("ShutdownChan did not close when the informer stopped")
 		}
 	})
+}
+
+// signalRemoval closes removed once RemoveEventHandler has returned: the point
+// cache.ShutDownEventHandler then waits from.
+type signalRemoval struct {
+	cache.SharedIndexInformer
+	removed chan struct{}
+}
+
+func (s *signalRemoval) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
+	defer close(s.removed)
+	return s.SharedIndexInformer.RemoveEventHandler(handle)
 }
 
 // AddEventHandler on a stopped informer fails with client-go's wording, which callers match.

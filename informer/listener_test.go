@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,18 +30,31 @@ func TestProcessorReleasesALargeBatch(t *testing.T) {
 	for range n {
 		p.enqueue(notification{kind: notifyAdd, obj: "x"})
 	}
+	chunks := slices.Clone(p.full)
 	inf.mu.Unlock()
+	require.Len(t, chunks, n/chunkSize)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { p.run(ctx, &inf.mu) })
 	defer func() { cancel(); wg.Wait() }()
 	require.Eventually(t, func() bool { return seen.Load() == n }, time.Minute, time.Millisecond)
+	// Every full chunk is let go of, by the processor and the listener, each on its own
+	// goroutine; the first freeChunks of them are kept. Only then is the free list settled,
+	// so that the one "y" takes is the only one missing from it.
+	require.Eventually(t, func() bool {
+		for _, c := range chunks {
+			if c.refs.Load() != 0 {
+				return false
+			}
+		}
+		return len(p.free) == freeChunks
+	}, time.Minute, time.Millisecond)
 	inf.mu.Lock()
 	p.enqueue(notification{kind: notifyAdd, obj: "y"}) // one more round
 	inf.mu.Unlock()
 	require.Eventually(t, func() bool { return l.handedOver.Load() == n+1 }, time.Minute, time.Millisecond)
-	// Every full chunk was let go; all but the one "y" went into came back for reuse.
-	require.Eventually(t, func() bool { return len(p.free) == freeChunks-1 }, time.Minute, time.Millisecond)
+	// All but the one "y" went into are kept for reuse.
+	require.Len(t, p.free, freeChunks-1)
 	for range freeChunks - 1 {
 		c := <-p.free
 		require.Empty(t, c.notes, "a kept chunk holds notifications")
