@@ -394,7 +394,11 @@ func TestConformanceHandlerChurn(t *testing.T) {
 		}
 		require.Eventually(t, func() bool { return maps.Equal(stateOf(inf.GetStore().List()), want) }, time.Minute, time.Millisecond)
 		require.Eventually(t, func() bool { return stable.equals(want) }, time.Minute, time.Millisecond)
-		require.Equal(t, changes, stable.calls(), "the handler there throughout missed changes")
+		var stats any = "n/a"
+		if r, ok := inf.(*informer.Informer); ok {
+			stats = r.Stats()
+		}
+		require.Equal(t, changes, stable.calls(), "the handler there throughout missed changes; its violations: %v; the informer's stats: %+v", stable.violations(), stats)
 		for _, h := range append(kept, stable) {
 			require.Eventually(t, func() bool { return h.equals(want) }, time.Minute, time.Millisecond)
 			require.Empty(t, h.violations())
