@@ -67,3 +67,67 @@ func TestProcessorReleasesALargeBatch(t *testing.T) {
 	defer l.mu.Unlock()
 	require.LessOrEqual(t, cap(l.queue), keptBuffer)
 }
+
+// A range the processor handed out is cleared only once every listener that holds it has
+// handed it over: not when another listener holding it is removed, nor when one that joins
+// within the chunk hands over its own, later range.
+func TestProcessorKeepsARangeUntilEveryListenerHasIt(t *testing.T) {
+	inf := New(nil, &corev1.ConfigMap{}, Options{})
+	p := inf.processor
+	inCall, release := make(chan struct{}), make(chan struct{})
+	record := func(mu *sync.Mutex, got *[]string, block bool) cache.ResourceEventHandler {
+		return cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+			name, _ := obj.(string)
+			mu.Lock()
+			*got = append(*got, name)
+			first := len(*got) == 1
+			mu.Unlock()
+			if block && first {
+				close(inCall)
+				<-release
+			}
+		}}
+	}
+	var slowMu, goneMu, lateMu sync.Mutex
+	var slowGot, goneGot, lateGot []string
+	slow := newListener(inf, record(&slowMu, &slowGot, true), logr.Discard(), resyncClock{}, 1, nil)
+	gone := newListener(inf, record(&goneMu, &goneGot, false), logr.Discard(), resyncClock{}, 1, nil)
+	p.add(slow)
+	p.add(gone)
+	p.startAll()
+	defer p.stopAll()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { p.run(ctx, &inf.mu) })
+	defer func() { cancel(); wg.Wait() }()
+	enqueue := func(names ...string) {
+		inf.mu.Lock()
+		defer inf.mu.Unlock()
+		for _, name := range names {
+			p.enqueue(notification{kind: notifyAdd, obj: name})
+		}
+	}
+
+	enqueue("a", "b", "c")
+	<-inCall // slow holds the range, within its first call
+	require.Eventually(t, func() bool { return gone.handedOver.Load() == 3 }, time.Minute, time.Millisecond)
+	p.remove(gone) // the other holder goes: the range must stay for slow
+	inf.mu.Lock()
+	late := newListener(inf, record(&lateMu, &lateGot, false), logr.Discard(), resyncClock{}, p.seq+1, nil)
+	p.add(late) // joins within the chunk
+	inf.mu.Unlock()
+	enqueue("d", "e")
+	require.Eventually(t, func() bool { return late.handedOver.Load() == 5 }, time.Minute, time.Millisecond)
+	close(release)
+	require.Eventually(t, func() bool { return slow.handedOver.Load() == 5 }, time.Minute, time.Millisecond)
+
+	slowMu.Lock()
+	require.Equal(t, []string{"a", "b", "c", "d", "e"}, slowGot)
+	slowMu.Unlock()
+	goneMu.Lock()
+	require.Equal(t, []string{"a", "b", "c"}, goneGot)
+	goneMu.Unlock()
+	lateMu.Lock()
+	require.Equal(t, []string{"d", "e"}, lateGot)
+	lateMu.Unlock()
+}
