@@ -18,22 +18,32 @@ type gate struct {
 }
 
 func (g *gate) RoundTrip(r *http.Request) (*http.Response, error) {
-	if q := r.URL.Query().Get("watch"); q == "1" || q == "true" {
-		g.mu.Lock()
-		ch := g.held
-		if ch != nil {
-			g.parked++
-		}
-		g.mu.Unlock()
-		if ch != nil {
-			select {
-			case <-ch:
-			case <-r.Context().Done():
-				return nil, r.Context().Err()
-			}
-		}
+	if err := g.park(r); err != nil {
+		return nil, err
 	}
 	return g.next.RoundTrip(r)
+}
+
+// park waits, if r is a WATCH and the gate is held, until release or r's end.
+func (g *gate) park(r *http.Request) error {
+	if q := r.URL.Query().Get("watch"); q != "1" && q != "true" {
+		return nil
+	}
+	g.mu.Lock()
+	ch := g.held
+	if ch != nil {
+		g.parked++
+	}
+	g.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
 }
 
 // hold parks every WATCH from now until release.

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,59 +21,26 @@ import (
 	"github.com/rewatch/rewatch/sim"
 )
 
-// watchGate parks WATCH requests on their way into the simulated server while held, so that a
-// test can change and compact the server before the reflector's re-watch reaches it: the 410
-// and the relist after it are then the server's own answer, not a race.
-type watchGate struct {
+// gatedServer parks WATCH requests on their way into the simulated server while its gate is
+// held (the demo's gate, on the server's side), so that a test can change and compact the server
+// before the reflector's re-watch reaches it: the 410 and the relist after it are then the
+// server's own answer, not a race.
+type gatedServer struct {
+	gate *gate
 	next http.Handler
-
-	mu     sync.Mutex
-	held   chan struct{}
-	parked int
 }
 
-func (g *watchGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if q := r.URL.Query().Get("watch"); q == "1" || q == "true" {
-		g.mu.Lock()
-		ch := g.held
-		if ch != nil {
-			g.parked++
-		}
-		g.mu.Unlock()
-		if ch != nil {
-			select {
-			case <-ch:
-			case <-r.Context().Done():
-				return
-			}
-		}
+func (s gatedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.gate.park(r) != nil {
+		return
 	}
-	g.next.ServeHTTP(w, r)
-}
-
-func (g *watchGate) hold() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.held, g.parked = make(chan struct{}), 0
-}
-
-func (g *watchGate) release() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	close(g.held)
-	g.held = nil
-}
-
-func (g *watchGate) waiting() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.parked
+	s.next.ServeHTTP(w, r)
 }
 
 // simCLI is `rewatch watch` run against the simulated server behind a watch gate.
 type simCLI struct {
 	srv      *sim.Server
-	gate     *watchGate
+	gate     *gate
 	out, err syncbuf.Buffer
 	cancel   context.CancelFunc
 	done     chan int
@@ -87,8 +53,8 @@ func startSimCLI(t *testing.T, objects int, args ...string) *simCLI {
 		_, err := c.srv.Create(sim.ConfigMaps, "default", fmt.Sprintf("cm-%d", i), map[string]string{"k": "v"})
 		require.NoError(t, err)
 	}
-	c.gate = &watchGate{next: c.srv.Handler()}
-	api := httptest.NewServer(c.gate)
+	c.gate = &gate{}
+	api := httptest.NewServer(gatedServer{gate: c.gate, next: c.srv.Handler()})
 	t.Cleanup(func() {
 		c.srv.Close()
 		api.Close()
