@@ -470,3 +470,40 @@ func TestRelistKeepsWhatTheTransportLeftUndecoded(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // nothing more comes
 	require.Len(t, r.seen(), 5)
 }
+
+func deletedInitial(obj *corev1.ConfigMap) step {
+	return step{event: fsm.Event{Kind: fsm.EvWatchEvent, Type: fsm.Deleted, Object: obj, Key: "ns/" + obj.Name, ResourceVersion: obj.ResourceVersion}}
+}
+
+func initialEventsEnd(rv string) step {
+	return step{event: fsm.Event{Kind: fsm.EvWatchEvent, Type: fsm.Bookmark, InitialEventsEnd: true, ResourceVersion: rv}}
+}
+
+// docs/semantics.md "Streaming list": a DELETED among a watch-list's initial events says the
+// object is not part of the new state, whether this state put it already or the indexer held it
+// from before; the state's end deletes it, with the DeletedFinalStateUnknown every object the
+// state lacks gets. A DELETED for a key the informer never held is no error and tells no one.
+func TestADeletedInitialEventTakesTheObjectOutOfTheRelist(t *testing.T) {
+	ft := &fakeTransport{watches: [][]step{
+		{added(cm("a", "1")), added(cm("b", "2")), added(cm("c", "3")), added(cm("d", "4")), initialEventsEnd("10"), expired()},
+		// The relist: c arrives unchanged and is then deleted; d, held from the first state, is
+		// deleted without arriving; e was never held; b changed.
+		{added(cm("a", "1")), added(cm("b", "5")), added(cm("c", "3")), deletedInitial(cm("c", "6")),
+			deletedInitial(cm("d", "7")), deletedInitial(cm("e", "8")), initialEventsEnd("20")},
+	}}
+	opts := quiet
+	opts.Policy.WatchList = true
+	inf := informer.New(ft, &corev1.ConfigMap{}, opts)
+	var r recorder
+	_, err := inf.AddEventHandler(&r)
+	require.NoError(t, err)
+	run(t, inf)
+	got := r.waitFor(t, 7)
+	require.Equal(t, []string{
+		"add a@1 initial=true", "add b@2 initial=true", "add c@3 initial=true", "add d@4 initial=true",
+		"update b@2 -> b@5", "delete unknown(ns/c)", "delete unknown(ns/d)",
+	}, got)
+	require.Eventually(t, func() bool { return inf.LastSyncResourceVersion() == "20" }, 10*time.Second, time.Millisecond)
+	require.ElementsMatch(t, []string{"ns/a", "ns/b"}, inf.GetIndexer().ListKeys())
+	require.Len(t, r.seen(), 7, "nothing is told of e, which the informer never held")
+}
