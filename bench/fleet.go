@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/internal/apiserver"
 	"github.com/rewatch/rewatch/internal/faultproxy"
 	"github.com/rewatch/rewatch/sim"
@@ -55,6 +56,10 @@ const (
 	// HAProxy checking /readyz) and restarts the kube-apiservers one after the other, Gap
 	// apart, as a rolling upgrade does. The server's counts are summed over all three.
 	ScenarioHA = "ha"
+	// ScenarioRollout restarts every member of the fleet one after another, each once the one
+	// before has synced, as a rollout of a controller's Deployment restarts its replicas; the
+	// server is left alone. Run it with -scenarios.
+	ScenarioRollout = "rollout"
 )
 
 // FleetScenarios lists every scenario.
@@ -121,6 +126,8 @@ type FleetResult struct {
 	MatchTimeoutSeconds       float64
 	ClientCPUSecondsPerMember float64
 	ClientRSSKiBPerMember     float64
+	// Rollout is what the rollout cost the fleet (ScenarioRollout only).
+	Rollout *RolloutResult `json:",omitempty"`
 	// Journal is the first rewatch member\'s journal, when one was kept.
 	Journal string `json:",omitempty"`
 	Err     string
@@ -393,6 +400,14 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 				time.Sleep(o.Gap)
 			}
 		}
+	case ScenarioRollout:
+		fmt.Fprintf(stdin, "rollout %d\n", timeout.Milliseconds())
+		var l string
+		// Each member may take up to timeout; the margin is for the reply.
+		if l, err = waitLine(ctx, lines, "ROLLED ", time.Duration(n)*timeout+time.Minute); err == nil {
+			res.Rollout = &RolloutResult{}
+			err = json.Unmarshal([]byte(strings.TrimPrefix(l, "ROLLED ")), res.Rollout)
+		}
 	case ScenarioSlow:
 		if err = s.PauseEtcd(); err == nil {
 			time.Sleep(o.Gap / 3)
@@ -611,19 +626,17 @@ type fleetChildResult struct {
 
 // FleetChild runs n reflectors of variant against server, sharing one meter, and answers the
 // parent on in: "match COUNT HASH MILLIS" (reply "MATCHED" once every store holds that state,
-// or "MATCHED timeout DIFFERING N" after MILLIS) and "report" (reply "RESULT {json}").
+// or "MATCHED timeout DIFFERING N" after MILLIS), "rollout MILLIS" (restart every member one
+// after another, each once the one before has synced, as a rollout of a controller's replicas
+// does; reply "ROLLED {json}") and "report" (reply "RESULT {json}").
 func FleetChild(variant, server string, n int, journal string, in io.Reader, out io.Writer) error {
 	// N members would each log every failure; the parent's figures say what happened.
 	slog.SetDefault(slog.New(slog.DiscardHandler))
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	_ = klogFlags.Set("logtostderr", "false")
-	_ = klogFlags.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(io.Discard)
+	quietKlog()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	meter := &Meter{Base: &http.Transport{MaxIdleConnsPerHost: n + 10}}
-	stores := make([]*TimedStore, n)
+	members := make([]*fleetMember, n)
 	meters := make([]*Meter, n)
 	// The first member of a rewatch fleet keeps a journal: it says why that member did what it
 	// did, request by request (rewatch replay).
@@ -636,20 +649,22 @@ func FleetChild(variant, server string, n int, journal string, in io.Reader, out
 		defer f.Close()
 		first = f
 	}
-	var wg sync.WaitGroup
 	for i := range n {
-		stores[i] = NewStoreFor(variant)
 		// Each member has a meter of its own over the shared one, for its requests per minute.
 		meters[i] = &Meter{Base: meter}
 		t := Target{Server: server, GVR: sim.ConfigMaps, Namespace: fleetNS, Transport: meters[i]}
 		if i == 0 && first != nil {
 			t.Journal = first
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = RunReflector(ctx, variant, t, stores[i])
-		}()
+		members[i] = &fleetMember{variant: variant, target: t}
+		members[i].start(ctx)
+	}
+	stores := func() []*TimedStore {
+		out := make([]*TimedStore, n)
+		for i, m := range members {
+			out[i] = m.current()
+		}
+		return out
 	}
 	w := bufio.NewWriter(out)
 	sc := bufio.NewScanner(in)
@@ -660,16 +675,20 @@ func FleetChild(variant, server string, n int, journal string, in io.Reader, out
 			want, _ := strconv.ParseUint(f[2], 10, 64)
 			millis, _ := strconv.ParseInt(f[3], 10, 64)
 			deadline := time.Now().Add(time.Duration(millis) * time.Millisecond)
-			off := differing(stores, want)
+			off := differing(stores(), want)
 			for off > 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
-				off = differing(stores, want)
+				off = differing(stores(), want)
 			}
 			if off == 0 {
 				fmt.Fprintln(w, "MATCHED")
 			} else {
-				fmt.Fprintf(w, "MATCHED timeout %d %d\n", off, len(stores))
+				fmt.Fprintf(w, "MATCHED timeout %d %d\n", off, n)
 			}
+		case len(f) == 2 && f[0] == "rollout":
+			millis, _ := strconv.ParseInt(f[1], 10, 64)
+			b, _ := json.Marshal(rollout(ctx, members, meter, time.Duration(millis)*time.Millisecond))
+			fmt.Fprintf(w, "ROLLED %s\n", b)
 		case len(f) == 1 && f[0] == "report":
 			r := fleetChildResult{Meter: meter.Counts(), CPUSeconds: processCPU().Seconds(), MaxRSSKiB: peakRSSKiB()}
 			r.Meter.Opens, r.Meter.Fails, r.Meter.Requests = nil, nil, nil
@@ -684,8 +703,120 @@ func FleetChild(variant, server string, n int, journal string, in io.Reader, out
 		}
 	}
 	cancel()
-	wg.Wait()
+	for _, m := range members {
+		m.wait()
+	}
 	return nil
+}
+
+// fleetMember is one reflector of a fleet, which a rollout restarts: stopped (a persisted cache
+// is saved then), and started again with an empty store, as a new process would be.
+type fleetMember struct {
+	variant string
+	target  Target
+
+	mu     sync.Mutex
+	store  *TimedStore
+	synced func() bool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (m *fleetMember) start(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	store := NewStoreFor(m.variant)
+	done := make(chan struct{})
+	// client-go's reflector applies a full state with one Replace, its store's first mutation;
+	// rewatch's says when it has synced (a store filled from a snapshot has not yet).
+	synced := func() bool { return len(store.Times()) > 0 }
+	var reflector chan func() bool
+	t := m.target
+	if isRewatch(m.variant) {
+		reflector = make(chan func() bool, 1)
+		t.OnReflector = func(r *rewatch.Reflector) { reflector <- r.HasSynced }
+	}
+	go func() {
+		defer close(done)
+		_ = RunReflector(ctx, m.variant, t, store)
+	}()
+	if reflector != nil {
+		select {
+		case synced = <-reflector:
+		case <-done:
+			synced = func() bool { return false }
+		}
+	}
+	m.mu.Lock()
+	m.store, m.synced, m.cancel, m.done = store, synced, cancel, done
+	m.mu.Unlock()
+}
+
+func (m *fleetMember) current() *TimedStore {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.store
+}
+
+// wait waits for the member's reflector to return (its context must be done).
+func (m *fleetMember) wait() {
+	m.mu.Lock()
+	done := m.done
+	m.mu.Unlock()
+	<-done
+}
+
+// restart stops the member, waits for its reflector to return, starts it again and waits up to
+// timeout for it to sync; false if it did not.
+func (m *fleetMember) restart(ctx context.Context, timeout time.Duration) bool {
+	m.mu.Lock()
+	m.cancel()
+	m.mu.Unlock()
+	m.wait()
+	m.start(ctx)
+	m.mu.Lock()
+	synced := m.synced
+	m.mu.Unlock()
+	for deadline := time.Now().Add(timeout); !synced(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// RolloutResult is what a rollout of a fleet cost, from the fleet's side.
+type RolloutResult struct {
+	// FullStateTransfers are the LISTs (first pages; a limit=1 read left out) and watch-lists
+	// the whole fleet made from the rollout's start to its end; Probes the limit=1 LISTs.
+	FullStateTransfers, Probes int
+	Seconds                    float64
+	// Unsynced is how many members did not sync within the timeout after their restart.
+	Unsynced int
+}
+
+// rollout restarts every member in turn, each once the one before has synced or timeout passed.
+func rollout(ctx context.Context, members []*fleetMember, meter *Meter, timeout time.Duration) RolloutResult {
+	before, start := meter.Counts(), time.Now()
+	var r RolloutResult
+	for _, m := range members {
+		if !m.restart(ctx, timeout) {
+			r.Unsynced++
+		}
+	}
+	after := meter.Counts()
+	r.Seconds = time.Since(start).Seconds()
+	r.FullStateTransfers = after.ListOps + after.WatchLists - before.ListOps - before.WatchLists
+	r.Probes = after.Probes - before.Probes
+	return r
+}
+
+// quietKlog sends klog's lines (client-go's) nowhere: a child's figures say what happened.
+func quietKlog() {
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	_ = klogFlags.Set("logtostderr", "false")
+	_ = klogFlags.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
 }
 
 // differing counts the stores whose state is not the server's (want is its stateHash).
@@ -867,6 +998,20 @@ func WriteFleetTable(w io.Writer, rs []FleetResult) {
 			r.Scenario, r.Reflectors, r.Variant, r.FullStateTransfers, float64(r.FullStateBytes)/(1<<20), r.Requests, served, r.TooMany,
 			r.ServerRejected, peak, r.MaxRequestsPerReflectorPerMinute, r.syncCell(r.InitialSyncSeconds, true),
 			r.syncCell(r.ConvergeSeconds, r.InitialSyncSeconds >= 0), r.ServerCPUSeconds, r.ClientCPUSecondsPerMember*1000, r.ClientRSSKiBPerMember)
+	}
+}
+
+// WriteRolloutTable prints one row per rollout run (ScenarioRollout).
+func WriteRolloutTable(w io.Writer, rs []FleetResult) {
+	fmt.Fprintln(w, "| reflectors | objects | kind | full-state transfers in the rollout | limit=1 reads | members not synced after their restart | rollout s | every store = server at the end: s to match |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for _, r := range rs {
+		if r.Rollout == nil {
+			continue
+		}
+		x := r.Rollout
+		fmt.Fprintf(w, "| %d | %d | %s | %d | %d | %d | %.0f | %s |\n", r.Reflectors, r.Objects, r.Variant, x.FullStateTransfers, x.Probes,
+			x.Unsynced, x.Seconds, r.syncCell(r.ConvergeSeconds, r.InitialSyncSeconds >= 0))
 	}
 }
 

@@ -18,6 +18,7 @@ type Meter struct {
 	mu             sync.Mutex
 	lists, watches int
 	listOps        int // LIST requests without a continue token: whole lists, not pages
+	probes         int // LIST requests with limit=1: a consistent read of the server's RV, no state
 	watchLists     int
 	listBytes      int64
 	watchListBytes int64
@@ -30,10 +31,13 @@ type Meter struct {
 // MeterCounts is a snapshot of a Meter.
 type MeterCounts struct {
 	Lists, ListOps, Watches, WatchLists int
-	TooMany                             int
-	ListBytes, WatchListBytes           int64
-	Opens, Fails                        []int64
-	Requests                            []int64
+	// Probes are LISTs of one item (limit=1), left out of ListOps: the consistent read a
+	// start from a persisted cache makes to learn the server's resourceVersion.
+	Probes                    int
+	TooMany                   int
+	ListBytes, WatchListBytes int64
+	Opens, Fails              []int64
+	Requests                  []int64
 }
 
 // Stop makes the meter ignore failures from now on (the reflector is being shut down).
@@ -43,7 +47,7 @@ func (m *Meter) Stop() { m.stopping.Store(true) }
 func (m *Meter) Counts() MeterCounts {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return MeterCounts{TooMany: m.tooMany, Lists: m.lists, ListOps: m.listOps, Watches: m.watches, WatchLists: m.watchLists, ListBytes: m.listBytes,
+	return MeterCounts{TooMany: m.tooMany, Lists: m.lists, ListOps: m.listOps, Probes: m.probes, Watches: m.watches, WatchLists: m.watchLists, ListBytes: m.listBytes,
 		WatchListBytes: m.watchListBytes, Opens: append([]int64(nil), m.opens...), Fails: append([]int64(nil), m.fails...),
 		Requests: append([]int64(nil), m.requests...)}
 }
@@ -73,7 +77,10 @@ func (m *Meter) RoundTrip(req *http.Request) (*http.Response, error) {
 		m.watches++
 	case req.Method == http.MethodGet:
 		m.lists++
-		if q.Get("continue") == "" {
+		switch {
+		case q.Get("limit") == "1":
+			m.probes++
+		case q.Get("continue") == "":
 			m.listOps++
 		}
 	}

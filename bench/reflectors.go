@@ -68,6 +68,9 @@ type Target struct {
 	PageSize int64
 	// Journal, when set, receives rewatch's event journal (other variants have none).
 	Journal io.Writer
+	// OnReflector, when set, is given rewatch's reflector once it is made (other variants have
+	// none), before it runs.
+	OnReflector func(*rewatch.Reflector)
 }
 
 // NewStoreFor returns the store each variant uses by default: rewatch's MemStore, client-go's
@@ -106,6 +109,9 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 		r, err := rewatch.New(cfg)
 		if err != nil {
 			return err
+		}
+		if t.OnReflector != nil {
+			t.OnReflector(r)
 		}
 		return r.Run(ctx)
 	case variant == VariantClientGo, variant == VariantCGList:

@@ -1,5 +1,6 @@
 // Command rewatch-bench runs the heavy benchmarks against the real kube-apiserver:
-// the transient storm (storm) and initial sync (sync, or -server sim for the simulator); it
+// the transient storm (storm), initial sync (sync, or -server sim for the simulator), fleets
+// (fleet) and a controller's restart beside client-go's (restart); it
 // also prints saved runs (report, summary) and draws the charts (charts). scripts/bench.sh
 // runs it with the go test benchmarks; the results are in bench/RESULTS.md.
 package main
@@ -22,7 +23,7 @@ import (
 func main() {
 	log.SetFlags(log.Ltime)
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: rewatch-bench storm|sync|fleet|report|summary|charts [flags]")
+		fmt.Fprintln(os.Stderr, "usage: rewatch-bench storm|sync|fleet|restart|report|summary|charts [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -88,7 +89,7 @@ func main() {
 	case "fleet":
 		sizes := fs.String("sizes", "50,200", "reflectors per fleet, comma-separated")
 		objects := fs.Int("objects", 5000, "configmaps on the server")
-		scenarios := fs.String("scenarios", strings.Join(bench.FleetScenarios, ","), "scenarios: apf, restart, compaction, slow, ha")
+		scenarios := fs.String("scenarios", strings.Join(bench.FleetScenarios, ","), "scenarios: apf, restart, compaction, slow, ha, rollout")
 		variants := fs.String("variants", strings.Join(bench.FleetVariants, ","), "reflector kinds")
 		every := fs.Duration("write-every", 50*time.Millisecond, "writer interval")
 		gap := fs.Duration("gap", 60*time.Second, "time between the two restarts (restart), between kube-apiservers in the rolling restart (ha); etcd is paused for a third of it (slow)")
@@ -117,6 +118,7 @@ func main() {
 			Variants: strings.Split(*variants, ","), WriteEvery: *every, Gap: *gap, Inflight: *inflight, MatchTimeout: *matchTimeout, Self: self, Logf: log.Printf,
 			JournalDir: *out})
 		bench.WriteFleetTable(os.Stdout, r)
+		bench.WriteRolloutTable(os.Stdout, r)
 		if serr := save(*out, "fleet", r); err == nil {
 			err = serr
 		}
@@ -130,6 +132,36 @@ func main() {
 		journal := fs.String("journal", "", "")
 		_ = fs.Parse(args)
 		err = bench.FleetChild(*v, *server, *n, *journal, os.Stdin, os.Stdout)
+	case "restart":
+		objects := fs.Int("objects", 20000, "configmaps on the server")
+		down := fs.Duration("down", 30*time.Second, "how long the controller is down")
+		changed := fs.Int("changed", 0, "objects changed while it is down (default 1% of -objects, at least 3)")
+		scenarios := fs.String("scenarios", strings.Join(bench.RestartScenarios, ","), "scenarios: down, expired")
+		variants := fs.String("variants", strings.Join(bench.RestartVariants, ","), "controllers")
+		out := fs.String("out", ".cache/bench", "directory for the raw JSON results and the snapshots (not tracked)")
+		_ = fs.Parse(args)
+		self, _ := os.Executable()
+		if *changed == 0 {
+			*changed = max(3, *objects/100)
+		}
+		cacheDir, _ := filepath.Abs(filepath.Join(*out, "restart-cache-"+time.Now().Format("20060102-150405")))
+		var r []bench.RestartResult
+		r, err = bench.RunRestart(ctx, bench.RestartOptions{Objects: *objects, Down: *down, Changed: *changed,
+			Scenarios: strings.Split(*scenarios, ","), Variants: strings.Split(*variants, ","), CacheDir: cacheDir, Self: self, Logf: log.Printf,
+			OnResult: func(r bench.RestartResult) { bench.WriteRestartTable(os.Stderr, []bench.RestartResult{r}) }})
+		bench.WriteRestartTable(os.Stdout, r)
+		if serr := save(*out, "restart", r); err == nil {
+			err = serr
+		}
+	case "restart-child":
+		var o bench.RestartChildOptions
+		fs.StringVar(&o.Variant, "variant", "", "")
+		fs.StringVar(&o.Server, "server", "", "")
+		fs.StringVar(&o.CacheDir, "cache-dir", "", "")
+		fs.IntVar(&o.WantCount, "want-count", 0, "")
+		fs.Uint64Var(&o.WantHash, "want-hash", 0, "")
+		_ = fs.Parse(args)
+		err = bench.RestartChild(o, os.Stdin, os.Stdout)
 	case "report":
 		_ = fs.Parse(args)
 		var runs []*bench.StormResult
