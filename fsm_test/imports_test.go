@@ -54,3 +54,17 @@ func goList(t *testing.T, args ...string) []string {
 	require.NoError(t, err, "go list: %s", out)
 	return strings.Fields(string(out))
 }
+
+// docs/design.md "What each package may import": persist is the standard library only, so the
+// transport (and the façade) can use it and a consumer who never keeps a snapshot pays nothing.
+func TestPersistDependencies(t *testing.T) {
+	deps := goList(t, "-deps", "./persist")
+	require.Contains(t, deps, "github.com/rewatch/rewatch/persist", "go list listed persist")
+	for _, d := range deps {
+		if d == "github.com/rewatch/rewatch/persist" {
+			continue
+		}
+		first, _, _ := strings.Cut(d, "/")
+		require.NotContains(t, first, ".", "persist depends on %s, which is not the standard library", d)
+	}
+}

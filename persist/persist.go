@@ -80,6 +80,7 @@ type Codec interface {
 	// MediaType names the bytes Encode writes; a snapshot written in another is refused.
 	MediaType() string
 	Encode(obj any) ([]byte, error)
+	// Decode must not keep raw: Load reuses the buffer for the next item.
 	Decode(raw []byte) (any, error)
 }
 

@@ -1,6 +1,8 @@
 package cborwire
 
 import (
+	"io"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 
@@ -20,3 +22,7 @@ var (
 
 // Decode decodes a CBOR body or embedded object into into.
 func Decode(raw []byte, into runtime.Object) error { return wire.DecodeInto(wireCBOR, raw, into) }
+
+// Encode writes obj as the API server writes a CBOR body: the self-described CBOR tag, then
+// the object.
+func Encode(obj runtime.Object, w io.Writer) error { return wireCBOR.Encode(obj, w) }
