@@ -63,7 +63,7 @@ func dot() (string, error) {
 // Watching and Relisting). So the layout is made with DejaVu Sans's metrics, the widest of
 // the common sans-serif faces, and the SVG lists narrower fallbacks after it (diagrams/svg):
 // whatever face draws the text, it fits the box dot made for it.
-const dotStyle = "\tnodesep=0.6;\n\tranksep=1.6;\n" + dotFonts
+const dotStyle = "\tnodesep=0.6;\n\tranksep=1.8;\n" + dotFonts
 
 const dotFonts = "\tnode [fontname=\"" + LayoutFont + "\", fontsize=14];\n" +
 	"\tedge [fontname=\"" + LayoutFont + "\", fontsize=11];\n"

@@ -30,6 +30,10 @@ const (
 	CausePageTooLarge
 	CauseWatchListNoEnd
 	CauseInitialEventsCheck
+	CauseStartFromSnapshot
+	CauseProbeItem
+	CauseResume
+	CauseSnapshotAhead
 
 	// Watching.
 	CauseWatchOpened
@@ -51,6 +55,7 @@ const (
 	CauseSilenceCheck
 	CauseRefreshCredentials
 	CauseCredentialsRefreshed
+	CauseCatchUpMissed
 
 	// Backoff.
 	CauseRetryWatch
@@ -94,6 +99,10 @@ var causeIDs = [numCauses]causeName{
 	CausePageTooLarge:         {ID: "page-too-large"},
 	CauseWatchListNoEnd:       {ID: "watch-list-no-end"},
 	CauseInitialEventsCheck:   {ID: "initial-events-check"},
+	CauseStartFromSnapshot:    {ID: "start-from-snapshot"},
+	CauseProbeItem:            {ID: "probe-item"},
+	CauseResume:               {ID: "resume"},
+	CauseSnapshotAhead:        {ID: "snapshot-ahead"},
 
 	CauseWatchOpened: {ID: "watch-opened"},
 	CauseWatchEvent:  {ID: "watch-event"},
@@ -116,6 +125,7 @@ var causeIDs = [numCauses]causeName{
 	CauseSilenceCheck:            {ID: "silence-check"},
 	CauseRefreshCredentials:      {ID: "refresh-credentials"},
 	CauseCredentialsRefreshed:    {ID: "credentials-refreshed"},
+	CauseCatchUpMissed:           {ID: "catch-up-missed"},
 
 	CauseRetryWatch:  {ID: "retry-watch"},
 	CauseRetryRelist: {ID: "retry-relist"},

@@ -44,11 +44,20 @@ const (
 	// caller's hook and feeds its answer back as an EvAnswer. A CmdCancelRequest for it cancels
 	// the hook's context.
 	CmdAsk
+	// CmdRestore: put the persisted snapshot the driver loaded before the start (ItemCount
+	// objects) into the store, as one full state at ResourceVersion — Replace, or an
+	// incremental store's replacement — and let go of it (docs/semantics.md, "Persisted
+	// cache").
+	CmdRestore
+	// CmdDropSnapshot: let go of the persisted snapshot loaded before the start, unused: it
+	// cannot be resumed (its resourceVersion is ahead of the server's, or not comparable).
+	CmdDropSnapshot
 )
 
 var commandKindNames = enumNames[CommandKind]{typ: "CommandKind", kind: "command kind",
 	names: []string{"", "list", "watch", "cancel-request", "arm-timer", "cancel-timer",
-		"stage", "replace-store", "discard-staged", "apply", "stopped", "watch-deadline", "ask"}}
+		"stage", "replace-store", "discard-staged", "apply", "stopped", "watch-deadline", "ask",
+		"restore", "drop-snapshot"}}
 
 func (k CommandKind) String() string                { return commandKindNames.String(k) }
 func (k CommandKind) MarshalText() ([]byte, error)  { return commandKindNames.MarshalText(k) }

@@ -53,7 +53,8 @@ func TestEnumNames(t *testing.T) {
 	checkEnum[EventKind](t, "EventKind", []string{"", "start", "list-page", "list-failed", "watch-opened",
 		"watch-event", "watch-error", "watch-open-failed", "watch-ended", "timer-fired", "stop", "list-item", "answer"})
 	checkEnum[CommandKind](t, "CommandKind", []string{"", "list", "watch", "cancel-request", "arm-timer",
-		"cancel-timer", "stage", "replace-store", "discard-staged", "apply", "stopped", "watch-deadline", "ask"})
+		"cancel-timer", "stage", "replace-store", "discard-staged", "apply", "stopped", "watch-deadline", "ask",
+		"restore", "drop-snapshot"})
 	checkEnum[WatchEventType](t, "WatchEventType", []string{"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 	checkEnum[Transport](t, "Transport", []string{"", "refused", "reset", "eof", "timeout", "decode", "other", "too-large"})
 	checkEnum[Class](t, "Class", []string{"", "busy", "internal", "expired", "too-large-rv", "transport", "rejected"})

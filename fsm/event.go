@@ -7,7 +7,10 @@ type EventKind uint8
 
 const (
 	_ EventKind = iota
-	// EvStart begins the first LIST.
+	// EvStart begins the reflector: the first LIST, or, when it carries a persisted snapshot
+	// (ResourceVersion, ItemCount), the probe that says whether the snapshot can be resumed
+	// (docs/semantics.md, "Persisted cache"). Refused says why a snapshot there was could not
+	// be loaded; the start is then a plain one.
 	EvStart
 	// EvListPage is one page of a LIST response.
 	EvListPage
@@ -84,7 +87,7 @@ type Event struct {
 	Hook Hook `json:"hook,omitempty"`
 
 	// Type, ResourceVersion and Key describe a watch frame; Key and ResourceVersion also a list
-	// item, and ResourceVersion a list page.
+	// item, and ResourceVersion a list page, or, on EvStart, the persisted snapshot's.
 	Type            WatchEventType `json:"type,omitempty"`
 	ResourceVersion string         `json:"rv,omitempty"`
 	Key             string         `json:"key,omitempty"`
@@ -93,8 +96,12 @@ type Event struct {
 	// Continue is a list page's continue token.
 	Continue string `json:"continue,omitempty"`
 	// ItemCount is how many items the page had — len(Items), or the EvListItems that came before
-	// it — kept so that journals without objects still say how big a page was.
+	// it — kept so that journals without objects still say how big a page was; on EvStart, how
+	// many objects the persisted snapshot holds.
 	ItemCount int `json:"items,omitempty"`
+	// Refused, on EvStart, is why a persisted snapshot was not loaded (corrupt, another
+	// identity, …); the driver logs it, the journal keeps it, and the start is a plain one.
+	Refused string `json:"refused,omitempty"`
 
 	Object any   `json:"-"`
 	Items  []any `json:"-"`

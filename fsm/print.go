@@ -72,6 +72,9 @@ func (c Command) String() string {
 		}
 	case CmdReplaceStore:
 		field(&b, "rv", strconv.Quote(c.ResourceVersion))
+	case CmdRestore:
+		field(&b, "rv", strconv.Quote(c.ResourceVersion))
+		field(&b, "items", strconv.Itoa(c.ItemCount))
 	case CmdApply:
 		field(&b, "type", c.Type.String())
 		field(&b, "key", c.Key)
@@ -111,6 +114,9 @@ func (e Event) String() string {
 	}
 	if n := max(e.ItemCount, len(e.Items)); n > 0 {
 		field(&b, "items", strconv.Itoa(n))
+	}
+	if e.Refused != "" {
+		field(&b, "refused", strconv.Quote(e.Refused))
 	}
 	if e.Failure != nil {
 		b.WriteString(" ")
@@ -177,6 +183,10 @@ func (s Snapshot) String() string {
 	if !s.InternalErrors.Start.IsZero() {
 		// The streak's re-watches so far; its age is the transcript's clock minus its start.
 		field(&b, "internal-streak", strconv.Itoa(s.InternalErrors.Rewatches))
+	}
+	if s.Resume.CatchingUp {
+		// Synced waits for the watch to reach the consistent read taken at start.
+		field(&b, "catching-up-to", strconv.FormatUint(s.Resume.Target, 10))
 	}
 	if s.State == Backoff && s.List.Continue != "" {
 		field(&b, "resume-page", strconv.Quote(s.List.Continue))

@@ -48,6 +48,7 @@ type Snapshot struct {
 	RetryAfter     RetryAfterRun  `json:"retryAfter,omitzero"`
 	Relists        RelistHistory  `json:"relists,omitzero"`
 	Asked          AskHistory     `json:"asked,omitzero"`
+	Resume         ResumeState    `json:"resume,omitzero"`
 
 	// Rand is the seeded source of jitter; it lives here so that Step stays pure and replayable.
 	Rand backoff.SplitMix64 `json:"rand"`
@@ -153,6 +154,23 @@ type WatchSilence struct {
 	// Cuts counts the watches ended for silence since the last frame: each next watch's
 	// bound triples, so that a stream that fell quiet for good is not cut again and again.
 	Cuts int `json:"cuts,omitempty"`
+}
+
+// ResumeState is a start from a persisted snapshot (docs/semantics.md, "Persisted cache"):
+// the probe that says whether it can be resumed, and, once restored, the catch-up that makes
+// it synced.
+type ResumeState struct {
+	// RV and Items are the snapshot's (EvStart), kept until the probe has answered.
+	RV    string `json:"rv,omitempty"`
+	Items int    `json:"items,omitempty"`
+	// Probing: the probe (a limit=1 consistent LIST) is in flight or waited for; its page's
+	// resourceVersion is the consistent read taken at start.
+	Probing bool `json:"probing,omitempty"`
+	// CatchingUp: the store holds the restored snapshot and the watch resumes from its RV;
+	// Synced waits for a watch event or bookmark at or past Target, the probe's
+	// resourceVersion, or a completed relist.
+	CatchingUp bool   `json:"catchingUp,omitempty"`
+	Target     uint64 `json:"target,omitempty"`
 }
 
 // WaitState is the backoff: the timer armed, where it leads, and how far the backoff has gone.

@@ -43,8 +43,10 @@ func (t Transition) BeginsRelist() bool {
 // and its checks so that every reader of the table — fsmcheck, the diagrams, the stats — reads
 // it the same way, and a table that breaks them is refused when it is built (NewTable).
 //
-// Listing and Relisting both list, and their rows differ only in CauseStart, which only the
-// first fill takes, and in where a failed LIST resumes after its wait (each retries itself).
+// Listing and Relisting both list, and their rows differ only in the start, which only the
+// first fill takes (CauseStart, or a start from a persisted snapshot and its probe's answers:
+// docs/semantics.md, "Persisted cache"), and in where a failed LIST resumes after its wait
+// (each retries itself).
 // Listing is the first fill of an empty store, at resourceVersion 0 (docs/semantics.md,
 // "Initial LIST"): nothing has synced yet. Relisting refills a synced store after the watch
 // could not be resumed, at the last observed resourceVersion (docs/semantics.md, "Relist after a

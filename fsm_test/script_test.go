@@ -145,6 +145,8 @@ func (r *scriptRunner) parse(line string) (fsm.Event, error) {
 			e.ResourceVersion = strings.Trim(v, `"`)
 		case "continue":
 			e.Continue = strings.Trim(v, `"`)
+		case "refused":
+			e.Refused = strings.Trim(v, `"`)
 		case "items":
 			e.ItemCount, err = strconv.Atoi(v)
 		case "status":

@@ -17,6 +17,9 @@ func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out []fsm.Command) [
 	if e.ResourceVersion != "" && e.ResourceVersion != s.LastRV {
 		progress(s, e)
 		s.Watch.Progressed, s.Watch.QuickEnds = true, 0
+		if s.Resume.CatchingUp {
+			catchUp(s, e.ResourceVersion)
+		}
 	}
 	s.Watch.Events++
 	s.Watch.ExpiredStreak, s.Watch.FreshTried = 0, false

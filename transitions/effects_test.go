@@ -91,6 +91,22 @@ func plain(kind fsm.EventKind) func(*play) fsm.Event {
 	return func(p *play) fsm.Event { return p.event(kind) }
 }
 
+// snapshotStart is the start from a persisted snapshot of two objects at RV 100.
+func snapshotStart(p *play) fsm.Event {
+	e := p.event(fsm.EvStart)
+	e.Request, e.ResourceVersion, e.ItemCount = 0, "100", 2
+	return e
+}
+
+// probePage is the probe's page, at rv, with the continue token a limit=1 page has.
+func probePage(rv string) func(*play) fsm.Event {
+	return func(p *play) fsm.Event {
+		e := p.event(fsm.EvListPage)
+		e.ResourceVersion, e.Continue, e.ItemCount = rv, "c1", 1
+		return e
+	}
+}
+
 // rowCase sets a machine up in the row's From state and returns the event that takes the row,
 // with the commands the row must give, by kind.
 type rowCase struct {
@@ -195,6 +211,26 @@ func rowCases() map[fsm.Transition]rowCase {
 	}
 	cases[row(fsm.Listing, fsm.CauseStart)] = rowCase{setup: func(*play) {},
 		event: plain(fsm.EvStart), want: []fsm.CommandKind{list}}
+
+	// A start from a persisted snapshot at RV 100 (docs/semantics.md, "Persisted cache"): the
+	// probe, its item, and its page at RV 150 (resume, catching up) or 50 (the snapshot is
+	// ahead).
+	cases[row(fsm.Listing, fsm.CauseStartFromSnapshot)] = rowCase{setup: func(*play) {},
+		event: snapshotStart, want: []fsm.CommandKind{list}}
+	probing := func(p *play) { p.step(snapshotStart(p)) }
+	cases[row(fsm.Listing, fsm.CauseProbeItem)] = rowCase{setup: probing,
+		event: func(p *play) fsm.Event {
+			e := p.event(fsm.EvListItem)
+			e.Key, e.ResourceVersion = "ns/a", "7"
+			return e
+		}}
+	cases[row(fsm.Listing, fsm.CauseResume)] = rowCase{setup: probing,
+		event: probePage("150"), want: []fsm.CommandKind{fsm.CmdRestore, watch}}
+	cases[row(fsm.Listing, fsm.CauseSnapshotAhead)] = rowCase{setup: probing,
+		event: probePage("50"), want: []fsm.CommandKind{fsm.CmdDropSnapshot, list}}
+	cases[row(fsm.Watching, fsm.CauseCatchUpMissed)] = rowCase{
+		setup: func(p *play) { probing(p); p.step(probePage("150")(p)); p.step(p.event(fsm.EvWatchOpened)) },
+		event: plain(fsm.EvWatchEnded), want: []fsm.CommandKind{list}}
 
 	watching := func(p *play) { p.watching() }
 	opened := func(p *play) { p.watching(); p.step(p.event(fsm.EvWatchOpened)) }
@@ -356,7 +392,21 @@ func checkRowKind(t *testing.T, row fsm.Transition, before, after fsm.Snapshot, 
 		assert.Zero(t, after.Wait.Timer)
 	case (row.To == fsm.Listing || row.To == fsm.Relisting) && row.From != row.To:
 		assert.True(t, len(out) > 0 && listRequest(out[len(out)-1]), "a row into %s lists: %v", row.To, out)
+		if before.Resume.CatchingUp {
+			// A restored snapshot that could not catch up: the store keeps serving it, and
+			// is synced by the relist.
+			assert.False(t, after.Synced, "a restored snapshot is not synced before it caught up")
+			assert.True(t, after.Resume.CatchingUp)
+			break
+		}
 		assert.True(t, after.Synced, "a relist keeps the synced store serving")
+	case row.To == fsm.Watching && row.From != fsm.Watching && row.Cause == fsm.CauseResume:
+		restores := commandsOf(out, fsm.CmdRestore)
+		require.Len(t, restores, 1, "a resume restores the snapshot")
+		assert.Equal(t, before.Resume.RV, restores[0].ResourceVersion)
+		assert.Equal(t, restores[0].ResourceVersion, after.LastRV, "the watch resumes from the snapshot's RV")
+		assert.False(t, after.Synced, "a snapshot older than the probe is synced only once caught up")
+		assert.True(t, after.Resume.CatchingUp)
 	case row.To == fsm.Watching && row.From != fsm.Watching:
 		require.NotEmpty(t, commandsOf(out, fsm.CmdReplaceStore), "a listing that completes replaces the store")
 		assert.True(t, after.Synced)

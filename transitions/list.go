@@ -223,6 +223,7 @@ func (m *Machine) replace(s *fsm.Snapshot, rv string, now time.Time, out *[]fsm.
 	s.List.Staged, s.List.PageItems = 0, 0
 	s.List.Streaming, s.List.Continuing, s.List.Full, s.List.Whole, s.List.Continue = false, false, false, false, ""
 	s.Synced = true
+	s.Resume = fsm.ResumeState{} // a restored snapshot is synced by a full state too
 	s.Watch.Rejected = false
 	// A fresh full state is what relisting past the InternalError window buys. A streak that
 	// began before it must not buy another one (seen in the bench storm: a relist for a 410,

@@ -1,6 +1,7 @@
 package transitions
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,13 +84,15 @@ func TestWaitDestinations(t *testing.T) {
 	}
 }
 
-// fsm.Listing and fsm.Relisting differ in fsm.CauseStart alone: every other cause either admits leads to
-// the same place, or back to the state it came from (itself, or after a wait).
+// fsm.Listing and fsm.Relisting differ in the start alone — fsm.CauseStart, or a start from a
+// persisted snapshot with its probe's answers: every other cause either admits leads to the same
+// place, or back to the state it came from (itself, or after a wait).
 func TestListingAndRelistingDifferOnlyInStart(t *testing.T) {
+	startOnly := []fsm.Cause{fsm.CauseStart, fsm.CauseStartFromSnapshot, fsm.CauseProbeItem, fsm.CauseResume, fsm.CauseSnapshotAhead}
 	for _, c := range fsm.Causes() {
 		l, inListing := Table.Lookup(fsm.Listing, c)
 		r, inRelisting := Table.Lookup(fsm.Relisting, c)
-		if c == fsm.CauseStart {
+		if slices.Contains(startOnly, c) {
 			assert.True(t, inListing)
 			assert.False(t, inRelisting, "a relist is never the start")
 			continue
@@ -140,7 +143,7 @@ func TestRowsThatBeginARelist(t *testing.T) {
 		assert.Equal(t, row.BeginsRelist(), Table.BeginsRelist(row.Cause), "row %s --%s--> %s", row.From, row.Cause, row.To)
 	}
 	assert.Equal(t, []fsm.Cause{fsm.CauseInternalErrorPastWindow, fsm.CauseExpired, fsm.CauseExpiredAgain, fsm.CauseTooLargeRV,
-		fsm.CauseWatchRejected, fsm.CauseRelistDeferred}, begin)
+		fsm.CauseWatchRejected, fsm.CauseRelistDeferred, fsm.CauseCatchUpMissed}, begin)
 	assert.False(t, fsm.Transition{From: fsm.Relisting, Cause: fsm.CauseListFailed, To: fsm.Backoff, Then: fsm.Relisting}.BeginsRelist(),
 		"a relist's own retry is no new relist")
 	assert.False(t, fsm.Transition{From: fsm.Backoff, Cause: fsm.CauseRetryRelist, To: fsm.Relisting}.BeginsRelist(),

@@ -59,6 +59,9 @@ const (
 	answersEndDeadline
 	// answersAsk: the caller's answer to the question in flight (fsm.CmdAsk).
 	answersAsk
+	// answersProbe: an event of the probe in flight, the LIST that measures a persisted
+	// snapshot against the server (Snapshot.Resume.Probing; rules_resume.go).
+	answersProbe
 	// answersList: an event of the LIST request in flight.
 	answersList
 	// answersStream: an event of the watch-list stream in flight (Snapshot.List.Streaming).
@@ -130,6 +133,7 @@ func allRules() []rule {
 	all = append(all, listRules...)
 	all = append(all, watchRules...)
 	all = append(all, waitRules...)
+	all = append(all, resumeRules...)
 	return all
 }
 
@@ -232,6 +236,9 @@ func (m *Machine) cause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 			on = answersStream
 		case e.Kind == fsm.EvListItem || e.Kind == fsm.EvListPage || e.Kind == fsm.EvListFailed:
 			on = answersList
+			if s.Resume.Probing {
+				on = answersProbe
+			}
 		default:
 			on = answersWatch
 		}

@@ -17,7 +17,7 @@ var (
 var listRules = []rule{
 	{
 		cause: fsm.CauseStart, label: "start: LIST RV=0",
-		reads: []reading{on(answersNothing, fsm.EvStart).when(nothingRequested)},
+		reads: []reading{on(answersNothing, fsm.EvStart).when(plainStart)},
 		rows:  []fsm.Transition{stays(fsm.Listing)},
 		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
 			m.startListing(s, &out)
@@ -90,6 +90,9 @@ var listRules = []rule{
 		reads: []reading{
 			on(answersList, fsm.EvListFailed).anyOf(listRetryClasses).otherwise(),
 			on(answersStream, fsm.EvWatchOpenFailed).anyOf(listRetryClasses).otherwise(),
+			// The probe of a start from a persisted snapshot waits as a failed LIST, and its
+			// timer retries the probe (listAgain).
+			on(answersProbe, fsm.EvListFailed).anyOf(listRetryClasses),
 		},
 		rows: []fsm.Transition{waits(fsm.Listing, fsm.Listing), waits(fsm.Relisting, fsm.Relisting)},
 		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
@@ -106,8 +109,11 @@ var listRules = []rule{
 		// is not retried: the same token would be refused forever. The listing starts again
 		// from page 1 after the wait, as client-go's does.
 		cause: fsm.CauseListRejected, label: "LIST refused (401/403/404/other 4xx) → backoff, warn", retry: true,
-		reads: []reading{on(answersList, fsm.EvListFailed).class(fsm.ClassRejected)},
-		rows:  []fsm.Transition{waits(fsm.Listing, fsm.Listing), waits(fsm.Relisting, fsm.Relisting)},
+		reads: []reading{
+			on(answersList, fsm.EvListFailed).class(fsm.ClassRejected),
+			on(answersProbe, fsm.EvListFailed).class(fsm.ClassRejected),
+		},
+		rows: []fsm.Transition{waits(fsm.Listing, fsm.Listing), waits(fsm.Relisting, fsm.Relisting)},
 		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
 			m.listBrokeOff(s, &e, &out, false)
 			return out
@@ -239,7 +245,11 @@ func pageTooLarge(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 
 // Conditions of the listing rules' readings.
 
-func nothingRequested(_ *Machine, s *fsm.Snapshot, _ fsm.Event) bool { return s.Seq == 0 }
+// plainStart: the start, without a persisted snapshot (a start with one is
+// start-from-snapshot's).
+func plainStart(_ *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return s.Seq == 0 && e.ResourceVersion == ""
+}
 
 func pageHasMore(_ *Machine, _ *fsm.Snapshot, e fsm.Event) bool { return e.Continue != "" }
 

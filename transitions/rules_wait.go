@@ -49,6 +49,10 @@ var waitRules = []rule{
 func (m *Machine) listAgain(s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
 	s.Wait.Timer = 0
 	switch waitCause := s.Cause; {
+	case s.Resume.Probing:
+		// A probe that failed is asked again, not a plain listing: the snapshot still waits
+		// for its answer (docs/semantics.md, "Persisted cache").
+		m.probe(s, &out)
 	case s.List.Continue != "":
 		m.listPage(s, &out, pageContinue, s.List.Continue)
 	case Table.BeginsRelist(waitCause):

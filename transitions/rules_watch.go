@@ -80,7 +80,7 @@ var watchRules = []rule{
 		// is re-opened at once (docs/semantics.md, "watch stream ends").
 		cause: fsm.CauseStreamEnded, label: "stream end → re-WATCH at once",
 		retry: true, avoidsList: fsm.AvoidsListIfFailed,
-		reads: []reading{on(answersWatch, fsm.EvWatchEnded).when(not(quickEndsSpent))},
+		reads: []reading{on(answersWatch, fsm.EvWatchEnded).when(rewatchesAtEnd)},
 		rows:  []fsm.Transition{stays(fsm.Watching)},
 		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
 			m.watchFailed(s, &e, &out)
@@ -91,7 +91,7 @@ var watchRules = []rule{
 	{
 		cause: fsm.CauseStreamEndedQuickly, label: "repeated quick stream ends",
 		retry: true, avoidsList: fsm.AvoidsList,
-		reads:  []reading{on(answersWatch, fsm.EvWatchEnded).when(quickEndsSpent)},
+		reads:  []reading{on(answersWatch, fsm.EvWatchEnded).when(waitsAtEnd)},
 		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Watching)},
 		effect: watchFailedEffect,
 	},
@@ -245,6 +245,17 @@ func internalStreakSpent(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 // quickEndsSpent: this quick end makes QuickEndsBeforeBackoff in a row.
 func quickEndsSpent(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 	return m.quickEnd(s, &e) && s.Watch.QuickEnds+1 >= m.cfg.QuickEndsBeforeBackoff
+}
+
+// rewatchesAtEnd and waitsAtEnd read a stream's end while no restored snapshot is catching up
+// (catch-up-missed reads it then): before QuickEndsBeforeBackoff quick ends in a row, or with
+// it.
+func rewatchesAtEnd(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return !s.Resume.CatchingUp && !quickEndsSpent(m, s, e)
+}
+
+func waitsAtEnd(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return !s.Resume.CatchingUp && quickEndsSpent(m, s, e)
 }
 
 // expiredAgain: a 410 since the last watch event.

@@ -15,9 +15,17 @@ func (m *Machine) openWatch(s *fsm.Snapshot, out *[]fsm.Command) {
 	if !s.InternalErrors.Start.IsZero() {
 		s.InternalErrors.Rewatches++
 	}
+	var timeout int64
+	if s.Resume.CatchingUp {
+		// A restored snapshot waits for a bookmark to be synced: a deadline a few seconds
+		// away brings kube-apiserver's (rules_resume.go).
+		timeout = min(catchUpWatchTimeout, int64(m.cfg.WatchTimeoutMax.Seconds()))
+	} else {
+		timeout = m.watchTimeout(s)
+	}
 	emit(out, fsm.Command{
 		Kind: fsm.CmdOpenWatch, Request: s.Request, ResourceVersion: s.LastRV, RVSet: true,
-		Bookmarks: true, TimeoutSeconds: m.watchTimeout(s), SilenceBound: m.silenceBound(),
+		Bookmarks: true, TimeoutSeconds: timeout, SilenceBound: m.silenceBound(),
 	})
 }
 
