@@ -73,7 +73,7 @@ func serverBody(t *testing.T, media string, obj runtime.Object) []byte {
 	return b.Bytes()
 }
 
-func transportWith(t *testing.T, d httpapi.Decoder, r httpapi.Resource) *httpapi.Transport {
+func transportWith(t testing.TB, d httpapi.Decoder, r httpapi.Resource) *httpapi.Transport {
 	tr, err := httpapi.New(httpapi.Config{Client: &http.Client{}, Server: "https://10.0.0.1:6443/prefix/", Resource: r, Decoder: d})
 	require.NoError(t, err)
 	return tr
