@@ -24,7 +24,8 @@ import (
 // renamed over the old one and the directory synced, so a crash at any point leaves the old
 // snapshot or the new one, never a torn one. Open refuses (a *Refused) a file that another
 // user owns or that others may read or write, and a directory that others may write: such a
-// snapshot may not be the one this process wrote.
+// snapshot may not be the one this process wrote. A Kubernetes emptyDir volume is mode 0777:
+// give Dir a directory inside it, which Dir creates 0700.
 //
 // A crash leaves its temporary file behind. Create removes those of its identity: it takes a
 // lock (an flock on FileName + ".lock", which the kernel releases when a process dies) for as

@@ -142,10 +142,13 @@ func Load(ctx context.Context, st Store, id Identity, codec Codec) (*Snapshot, e
 			return nil, ErrNotFound
 		}
 		var r *Refused
-		if errors.As(err, &r) {
+		switch {
+		case errors.As(err, &r):
 			return nil, r
+		case ctx.Err() != nil:
+			return nil, err
 		}
-		return nil, fmt.Errorf("persist: open: %w", err)
+		return nil, refused(err, "cannot open it: %v", err)
 	}
 	defer rc.Close()
 	r := &checksummedReader{r: bufio.NewReaderSize(rc, 256<<10), crc: crc32.New(castagnoli)}

@@ -212,6 +212,14 @@ func TestADirectoryOthersMayWriteIsRefused(t *testing.T) {
 	assert.Contains(t, r.Reason, "others may write")
 	_, err = persist.Save(t.Context(), st, testID, textCodec{}, "2", items(2), written)
 	require.ErrorContains(t, err, "others may write")
+
+	// A directory inside it (an emptyDir volume's case) is made 0700 and serves.
+	sub := persist.Dir(filepath.Join(dir, "rewatch"))
+	_, err = persist.Save(t.Context(), sub, testID, textCodec{}, "3", items(2), written)
+	require.NoError(t, err)
+	snap, err := persist.Load(t.Context(), sub, testID, textCodec{})
+	require.NoError(t, err)
+	assert.Equal(t, "3", snap.ResourceVersion)
 }
 
 func TestFileNameIsReadableAndTellsIdentitiesApart(t *testing.T) {
@@ -432,4 +440,19 @@ type multiLineCodec struct{ textCodec }
 
 func (multiLineCodec) Decode([]byte) (any, error) {
 	return nil, errors.New("first line\n  second line")
+}
+
+// A snapshot that cannot be read is refused like one that is wrong: the reflector starts
+// without it, and the log says why.
+func TestASnapshotThatCannotBeOpenedIsRefused(t *testing.T) {
+	_, err := persist.Load(t.Context(), failingStore{}, testID, textCodec{})
+	var r *persist.Refused
+	require.ErrorAs(t, err, &r)
+	assert.Equal(t, "cannot open it: input/output error", r.Reason)
+}
+
+type failingStore struct{ persist.Store }
+
+func (failingStore) Open(context.Context, persist.Identity) (io.ReadCloser, error) {
+	return nil, errors.New("input/output error")
 }
