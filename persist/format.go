@@ -79,13 +79,22 @@ func writeSnapshot(ctx context.Context, w *checksummedWriter, h []byte, codec Co
 	w.write(b[:4])
 	w.write(h)
 	w.sum()
+	ae, _ := codec.(AppendEncoder)
+	var buf []byte
 	for i, obj := range objects {
 		if i%ctxCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return SaveStats{}, err
 			}
 		}
-		raw, err := codec.Encode(obj)
+		var raw []byte
+		var err error
+		if ae != nil {
+			raw, err = ae.AppendEncode(buf[:0], obj)
+			buf = raw
+		} else {
+			raw, err = codec.Encode(obj)
+		}
 		if err != nil {
 			return SaveStats{}, fmt.Errorf("persist: encode item %d: %w", i, err)
 		}

@@ -84,6 +84,13 @@ type Codec interface {
 	Decode(raw []byte) (any, error)
 }
 
+// AppendEncoder is a Codec that can encode into a buffer it is given: Save then reuses one
+// buffer for every item instead of allocating each item's bytes.
+type AppendEncoder interface {
+	// AppendEncode appends obj's encoding to dst and returns the extended slice.
+	AppendEncode(dst []byte, obj any) ([]byte, error)
+}
+
 // Store is where snapshots are kept: Dir by default; a controller can put them elsewhere.
 type Store interface {
 	// Open reads the snapshot of id; ErrNotFound (errors.Is) when there is none. A *Refused

@@ -456,3 +456,20 @@ type failingStore struct{ persist.Store }
 func (failingStore) Open(context.Context, persist.Identity) (io.ReadCloser, error) {
 	return nil, errors.New("input/output error")
 }
+
+// appendCodec encodes only by appending: Save must take that way when a codec offers it.
+type appendCodec struct{ textCodec }
+
+func (appendCodec) Encode(any) ([]byte, error) { panic("Save called Encode on an AppendEncoder") }
+func (appendCodec) AppendEncode(dst []byte, obj any) ([]byte, error) {
+	return append(dst, obj.(string)...), nil
+}
+
+func TestSaveAppendsWhenTheCodecCan(t *testing.T) {
+	plain, appended := newMemStore(), newMemStore()
+	_, err := persist.Save(t.Context(), plain, testID, textCodec{}, "5", items(300), written)
+	require.NoError(t, err)
+	_, err = persist.Save(t.Context(), appended, testID, appendCodec{}, "5", items(300), written)
+	require.NoError(t, err)
+	assert.Equal(t, plain.file(testID), appended.file(testID))
+}

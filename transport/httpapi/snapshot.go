@@ -102,7 +102,10 @@ type typedCodec struct {
 
 func (*typedCodec) MediaType() string { return MediaProtobuf }
 
-func (c *typedCodec) Encode(obj any) ([]byte, error) {
+func (c *typedCodec) Encode(obj any) ([]byte, error) { return c.AppendEncode(nil, obj) }
+
+// AppendEncode is Encode into dst (persist.AppendEncoder): Save reuses one buffer.
+func (c *typedCodec) AppendEncode(dst []byte, obj any) ([]byte, error) {
 	o, ok := obj.(runtime.Object)
 	if !ok {
 		return nil, fmt.Errorf("a %T is not a runtime.Object", obj)
@@ -114,13 +117,13 @@ func (c *typedCodec) Encode(obj any) ([]byte, error) {
 	// The envelope names the kind: the object's own TypeMeta is not in its protobuf, and is
 	// left untouched (the store's object is shared; writing it would race with its readers).
 	if m, ok := o.(runtime.ProtobufMarshaller); ok {
-		return pbwire.Envelope(tm, m)
+		return pbwire.AppendEnvelope(dst, tm, m)
 	}
 	raw, err := json.Marshal(o)
 	if err != nil {
 		return nil, err
 	}
-	return pbwire.EnvelopeRaw(tm, raw, runtime.ContentTypeJSON)
+	return pbwire.AppendEnvelopeRaw(dst, tm, raw, runtime.ContentTypeJSON)
 }
 
 // typeMeta is the envelope's kind for o's Go type: the scheme's kind in the transport's group
@@ -182,12 +185,15 @@ type metadataCodec struct{}
 
 func (metadataCodec) MediaType() string { return MediaProtobuf }
 
-func (metadataCodec) Encode(obj any) ([]byte, error) {
+func (c metadataCodec) Encode(obj any) ([]byte, error) { return c.AppendEncode(nil, obj) }
+
+// AppendEncode is Encode into dst (persist.AppendEncoder).
+func (metadataCodec) AppendEncode(dst []byte, obj any) ([]byte, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return nil, fmt.Errorf("a %T is not a *metav1.PartialObjectMetadata", obj)
 	}
-	return pbwire.Envelope(runtime.TypeMeta{APIVersion: m.APIVersion, Kind: m.Kind}, m)
+	return pbwire.AppendEnvelope(dst, runtime.TypeMeta{APIVersion: m.APIVersion, Kind: m.Kind}, m)
 }
 
 func (metadataCodec) Decode(b []byte) (any, error) {
@@ -211,13 +217,16 @@ type unstructuredCodec struct{}
 
 func (unstructuredCodec) MediaType() string { return MediaCBOR }
 
-func (unstructuredCodec) Encode(obj any) ([]byte, error) {
+func (c unstructuredCodec) Encode(obj any) ([]byte, error) { return c.AppendEncode(nil, obj) }
+
+// AppendEncode is Encode into dst (persist.AppendEncoder).
+func (unstructuredCodec) AppendEncode(dst []byte, obj any) ([]byte, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return nil, fmt.Errorf("a %T is not an *unstructured.Unstructured", obj)
 	}
-	var b bytes.Buffer
-	if err := cborwire.Encode(u, &b); err != nil {
+	b := bytes.NewBuffer(dst)
+	if err := cborwire.Encode(u, b); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil

@@ -369,3 +369,25 @@ func TestASnapshotThroughTheTransportsCodecLoads(t *testing.T) {
 	_, err = persist.Load(t.Context(), dir, other.SnapshotIdentity(), codec3)
 	require.ErrorIs(t, err, persist.ErrNotFound)
 }
+
+// AppendEncode appends exactly what Encode returns, after what dst held.
+func TestSnapshotCodecsAppend(t *testing.T) {
+	cm := configMapList().Items[0]
+	pom := pomList().Items[1]
+	w, _, _, err := httpapi.Unstructured().DecodeList(httpapi.MediaJSON, []byte(`{"apiVersion":"demo.rewatch.dev/v1","kind":"WidgetList","items":[`+widgetJSON(0)+`]}`))
+	require.NoError(t, err)
+	for _, c := range []struct {
+		d   httpapi.Decoder
+		obj any
+	}{{httpapi.Typed(scheme.Scheme), &cm}, {httpapi.Metadata(), &pom}, {httpapi.Unstructured(), w[0]}} {
+		codec, err := transportWith(t, c.d, prodConfigMaps).SnapshotCodec()
+		require.NoError(t, err)
+		whole, err := codec.Encode(c.obj)
+		require.NoError(t, err)
+		ae, ok := codec.(persist.AppendEncoder)
+		require.True(t, ok, "%T", codec)
+		got, err := ae.AppendEncode([]byte("prefix"), c.obj)
+		require.NoError(t, err)
+		assert.Equal(t, append([]byte("prefix"), whole...), got, "%T", codec)
+	}
+}

@@ -4,38 +4,42 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Envelope writes obj as the API server writes a protobuf object: Magic, then a
-// runtime.Unknown whose TypeMeta is tm and whose raw is obj's protobuf, marshalled in place
-// (one allocation, the result), as apimachinery's protobuf serializer does.
-func Envelope(tm runtime.TypeMeta, obj runtime.ProtobufMarshaller) ([]byte, error) {
+// AppendEnvelope appends obj as the API server writes a protobuf object to dst: Magic, then
+// a runtime.Unknown whose TypeMeta is tm and whose raw is obj's protobuf, marshalled in place,
+// as apimachinery's protobuf serializer does.
+func AppendEnvelope(dst []byte, tm runtime.TypeMeta, obj runtime.ProtobufMarshaller) ([]byte, error) {
 	unk := runtime.Unknown{TypeMeta: tm}
 	size := uint64(obj.Size())
 	total := unk.Size() + 1 + (bits.Len64(size|1)+6)/7 + int(size)
-	out := make([]byte, len(Magic)+total)
-	copy(out, Magic)
-	n, err := unk.NestedMarshalTo(out[len(Magic):], obj, size)
+	start := len(dst)
+	dst = slices.Grow(dst, len(Magic)+total)[:start+len(Magic)+total]
+	copy(dst[start:], Magic)
+	n, err := unk.NestedMarshalTo(dst[start+len(Magic):], obj, size)
 	if err != nil {
 		return nil, err
 	}
 	if n != total {
 		return nil, fmt.Errorf("the envelope of a %T is %d bytes, not the %d computed", obj, n, total)
 	}
-	return out, nil
+	return dst, nil
 }
 
-// EnvelopeRaw is Envelope around bytes already encoded, in contentType ("" for protobuf).
-func EnvelopeRaw(tm runtime.TypeMeta, raw []byte, contentType string) ([]byte, error) {
+// AppendEnvelopeRaw is AppendEnvelope around bytes already encoded, in contentType ("" for
+// protobuf).
+func AppendEnvelopeRaw(dst []byte, tm runtime.TypeMeta, raw []byte, contentType string) ([]byte, error) {
 	unk := runtime.Unknown{TypeMeta: tm, Raw: raw, ContentType: contentType}
-	out := make([]byte, len(Magic)+unk.Size())
-	copy(out, Magic)
-	if _, err := unk.MarshalToSizedBuffer(out[len(Magic):]); err != nil {
+	start := len(dst)
+	dst = slices.Grow(dst, len(Magic)+unk.Size())[:start+len(Magic)+unk.Size()]
+	copy(dst[start:], Magic)
+	if _, err := unk.MarshalToSizedBuffer(dst[start+len(Magic):]); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return dst, nil
 }
 
 // Unwrap reads an envelope Envelope or the API server wrote: its TypeMeta, the content type
