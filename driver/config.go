@@ -48,6 +48,37 @@ type Config struct {
 	// ShouldResync, when set, is asked each time a resync is due; false skips that one, as
 	// client-go's Reflector.ShouldResync.
 	ShouldResync func() bool
+
+	// Persistence, when set, starts the reflector from a persisted snapshot of its store and
+	// keeps one (docs/semantics.md, "Persisted cache"). The Store must be a Lister when it
+	// saves.
+	Persistence *Persistence
+}
+
+// Persistence is where the driver loads its store's snapshot from before the start, and
+// saves it to. The functions do the I/O (package persist's Load and Save, with the
+// transport's codec and identity); the machine decides what the snapshot is worth
+// (transitions/rules_resume.go) and when the store may be saved (transitions.Persistable).
+type Persistence struct {
+	// Load returns the persisted snapshot: its resourceVersion and objects; ("", nil, nil)
+	// when there is none. An error refuses it — corrupt, written for another identity, … —:
+	// the driver logs it once, the start event carries it, and the start is a plain one. Nil:
+	// nothing is loaded.
+	Load func(ctx context.Context) (rv string, items []any, err error)
+	// Save persists the store's objects, consistent at rv. The driver calls it off its loop,
+	// one call at a time, every Period while the store is consistent (a tick while a save
+	// runs is skipped), and once at stop. The objects are the store's own: Save must not
+	// change them. Its error is logged; the reflector goes on. Nil: nothing is saved.
+	Save func(ctx context.Context, rv string, items []any) error
+	// Period is how often the store is saved while the reflector runs, on the Clock; 0: only
+	// at stop.
+	Period time.Duration
+}
+
+// Lister is a Store that can list its objects, with the method of client-go's cache.Store:
+// what a Persistence saves. MemStore and the informer's store are Listers.
+type Lister interface {
+	List() []any
 }
 
 // Resyncer is a Store with client-go's Resync (cache.Store, cache.DeltaFIFO): the driver calls
@@ -138,11 +169,19 @@ func (c Config) withDefaults() (Config, *transitions.Machine, error) {
 			errs = append(errs, fmt.Errorf("Observers[%d] is nil", i))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return c, nil, fmt.Errorf("driver: invalid config: %w", err)
-	}
 	if c.Store == nil {
 		c.Store = NewMemStore()
+	}
+	if p := c.Persistence; p != nil {
+		if p.Period < 0 {
+			errs = append(errs, fmt.Errorf("Persistence.Period must not be negative, got %v", p.Period))
+		}
+		if _, ok := c.Store.(Lister); !ok && p.Save != nil {
+			errs = append(errs, fmt.Errorf("Persistence saves the store, but the Store (%T) has no List() []any to take its objects from", c.Store))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, nil, fmt.Errorf("driver: invalid config: %w", err)
 	}
 	if c.Clock == nil {
 		c.Clock = clockx.Real()

@@ -40,8 +40,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.ResyncPeriod > 0 {
 		d.resyncer, _ = cfg.Store.(Resyncer)
 	}
+	if p := cfg.Persistence; p != nil && p.Save != nil {
+		d.lister = cfg.Store.(Lister) // checked by withDefaults
+		d.saveDone = make(chan saveResult, 1)
+		// A save the period began runs until the loop has stopped, whatever the context:
+		// then its context ends (finishSaves), so the stop's own save follows soon.
+		d.saveCtx, d.saveCancel = context.WithCancel(context.WithoutCancel(ctx))
+	}
 	d.s = m.Initial()
-	return d.loop(ctx)
+	return d.loop(ctx, d.load(ctx))
 }
 
 type driver struct {
@@ -82,17 +89,47 @@ type driver struct {
 	resyncC     <-chan time.Time
 	stopped     bool
 	err         error
+
+	// Persistence (docs/semantics.md, "Persisted cache"): the snapshot loaded before the start,
+	// held until the machine restores or drops it; the store as a Lister when it is saved, the
+	// save timer, whether a save is running (its result comes on saveDone), the resourceVersion
+	// of the last save that succeeded, and the save to make once the loop has stopped.
+	loaded    []any
+	lister    Lister
+	saveTimer clockx.Timer
+	saveC     <-chan time.Time
+	saving    bool
+	saveDone  chan saveResult
+	savedRV   string
+	final     *pendingSave
+	// saveCtx is the context of the saves the period begins (saveCancel ends it).
+	saveCtx    context.Context
+	saveCancel context.CancelFunc
 }
 
-func (d *driver) loop(ctx context.Context) error {
+// pendingSave is what a save writes: the store's objects, consistent at rv.
+type pendingSave struct {
+	rv    string
+	items []any
+}
+
+type saveResult struct {
+	rv      string
+	objects int
+	err     error
+}
+
+func (d *driver) loop(ctx context.Context, start fsm.Event) error {
 	defer d.wg.Wait()
 	defer d.abortRequest()
-	d.handle(fsm.Event{Kind: fsm.EvStart})
+	d.armSave()
+	d.handle(start)
 	for !d.stopped {
 		select {
 		case <-ctx.Done():
 			d.applyRead()
 			if !d.stopped {
+				d.final = d.takeSave()
 				d.handle(fsm.Event{Kind: fsm.EvStop})
 			}
 		case e := <-d.events:
@@ -103,6 +140,11 @@ func (d *driver) loop(ctx context.Context) error {
 		case <-d.resyncC:
 			d.resyncC = nil
 			d.resync()
+		case <-d.saveC:
+			d.saveC = nil
+			d.saveTick()
+		case r := <-d.saveDone:
+			d.saved(r)
 		}
 	}
 	if d.timer != nil {
@@ -111,8 +153,141 @@ func (d *driver) loop(ctx context.Context) error {
 	if d.resyncTimer != nil {
 		d.resyncTimer.Stop()
 	}
+	if d.saveTimer != nil {
+		d.saveTimer.Stop()
+	}
 	d.abandonReplace()
+	d.loaded = nil
+	d.finishSaves()
 	return d.err
+}
+
+// load reads the persisted snapshot before the start, and says in the start event what it
+// holds: its resourceVersion and object count, or why it was refused (logged here, once). The
+// objects stay with the driver until the machine restores or drops them (docs/semantics.md,
+// "Persisted cache").
+func (d *driver) load(ctx context.Context) fsm.Event {
+	e := fsm.Event{Kind: fsm.EvStart}
+	p := d.cfg.Persistence
+	if p == nil || p.Load == nil {
+		return e
+	}
+	rv, items, err := p.Load(ctx)
+	switch {
+	case err != nil:
+		e.Refused = err.Error()
+		d.cfg.Logger.Warn("persisted snapshot refused; listing instead", "resource", d.cfg.Transport.String(), "reason", e.Refused)
+	case rv != "":
+		e.ResourceVersion, e.ItemCount = rv, len(items)
+		d.loaded = items
+	}
+	return e
+}
+
+// restore puts the loaded snapshot into the store as one full state at its resourceVersion,
+// as a LIST's is (an informer's handlers hear adds), and lets go of it.
+func (d *driver) restore(c *fsm.Command) error {
+	items := d.loaded
+	d.loaded = nil
+	if d.incremental == nil {
+		if items == nil {
+			items = []any{}
+		}
+		if err := d.cfg.Store.Replace(items, c.ResourceVersion); err != nil {
+			return fmt.Errorf("store: restore %d objects at rv %s: %w", len(items), c.ResourceVersion, err)
+		}
+		return nil
+	}
+	if err := d.beginReplace(); err != nil {
+		return err
+	}
+	for _, obj := range items {
+		if err := d.putStaged(obj); err != nil {
+			return err
+		}
+	}
+	return d.replace(c)
+}
+
+// armSave starts the save period, when the store is saved while the reflector runs.
+func (d *driver) armSave() {
+	if d.lister == nil || d.cfg.Persistence.Period <= 0 {
+		return
+	}
+	d.saveTimer = d.cfg.Clock.NewTimer(d.cfg.Persistence.Period)
+	d.saveC = d.saveTimer.C()
+}
+
+// saveTick saves the store when its period is over, if the machine says it is consistent at
+// its last resourceVersion (transitions.Persistable), no save is running and it changed since
+// the last save; and starts the next period.
+func (d *driver) saveTick() {
+	defer d.armSave()
+	if d.saving {
+		d.cfg.Logger.Debug("store not persisted: the last save is still running", "resource", d.cfg.Transport.String())
+		return
+	}
+	if p := d.takeSave(); p != nil {
+		d.startSave(d.saveCtx, p)
+	}
+}
+
+// takeSave takes the store's objects and last resourceVersion, on the loop, when the store
+// may be saved and changed since the last save; nil otherwise.
+func (d *driver) takeSave() *pendingSave {
+	switch {
+	case d.lister == nil:
+		return nil
+	case !transitions.Persistable(&d.s):
+		d.cfg.Logger.Debug("store not persisted: not consistent now", "resource", d.cfg.Transport.String(), "state", d.s.State.String())
+		return nil
+	case d.s.LastRV == d.savedRV:
+		// Every change the store is told of moves the last resourceVersion.
+		d.cfg.Logger.Debug("store not persisted: unchanged since the last save", "resource", d.cfg.Transport.String(), "rv", d.savedRV)
+		return nil
+	}
+	return &pendingSave{rv: d.s.LastRV, items: d.lister.List()}
+}
+
+// startSave saves p off the loop; its result comes back on saveDone.
+func (d *driver) startSave(ctx context.Context, p *pendingSave) {
+	d.saving = true
+	d.cfg.Logger.Debug("persisting the store", "resource", d.cfg.Transport.String(), "rv", p.rv, "objects", len(p.items))
+	save := d.cfg.Persistence.Save
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		d.saveDone <- saveResult{rv: p.rv, objects: len(p.items), err: save(ctx, p.rv, p.items)}
+	}()
+}
+
+// saved takes a save's result.
+func (d *driver) saved(r saveResult) {
+	d.saving = false
+	if r.err != nil {
+		d.cfg.Logger.Warn("persisting the store failed", "resource", d.cfg.Transport.String(), "rv", r.rv, "err", r.err)
+		return
+	}
+	d.savedRV = r.rv
+	d.cfg.Logger.Debug("store persisted", "resource", d.cfg.Transport.String(), "rv", r.rv, "objects", r.objects)
+}
+
+// finishSaves, once the loop has stopped, ends the context of the save running and waits for
+// it, then makes the stop's save of the store as the loop left it.
+func (d *driver) finishSaves() {
+	if d.saveCancel != nil {
+		d.saveCancel()
+	}
+	if d.saving {
+		d.saved(<-d.saveDone)
+	}
+	p := d.final
+	d.final = nil
+	if p == nil || p.rv == d.savedRV {
+		return
+	}
+	d.startSave(context.WithoutCancel(d.base), p)
+	d.saved(<-d.saveDone)
 }
 
 // armResync starts the resync period again, as a full state has reached the store: client-go's
@@ -312,6 +487,13 @@ func (d *driver) exec(c *fsm.Command) error {
 			return err
 		}
 		d.armResync()
+	case fsm.CmdRestore:
+		if err := d.restore(c); err != nil {
+			return err
+		}
+		d.armResync()
+	case fsm.CmdDropSnapshot:
+		d.loaded = nil
 	case fsm.CmdApply:
 		if err := d.apply(c); err != nil {
 			return fmt.Errorf("store: %s %s: %w", strings.ToLower(c.Type.String()), c.Key, err)
@@ -568,10 +750,14 @@ func (d *driver) send(ctx context.Context, e fsm.Event) bool {
 // cause transitions/ decided, so the driver judges nothing itself.
 func logLevel(e fsm.Event, cause fsm.Cause) slog.Level {
 	switch {
-	case cause == fsm.CauseWatchListNoEnd:
+	case cause == fsm.CauseWatchListNoEnd, cause == fsm.CauseSnapshotAhead:
 		// A server that never ends a watch-list's initial events: the reflector lists by
-		// pages from then on, so this is said once in its life.
+		// pages from then on, so this is said once in its life. A persisted snapshot ahead of
+		// the server: its etcd was restored from a backup.
 		return slog.LevelWarn
+	case cause == fsm.CauseResume, cause == fsm.CauseCatchUpMissed:
+		// How a start from a persisted snapshot went, once per start.
+		return slog.LevelInfo
 	case e.Failure == nil || cause == fsm.NoCause:
 		return slog.LevelDebug
 	case cause == fsm.CauseListRejected || cause == fsm.CauseWatchRejected || cause == fsm.CauseWatchRejectedOnce:

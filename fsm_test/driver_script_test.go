@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -32,7 +33,13 @@ import (
 // Directives:
 //
 //	run [config keys]        start the reflector (keys as in the transcripts' config);
-//	                         store=incremental gives it a driver.IncrementalStore
+//	                         store=incremental gives it a driver.IncrementalStore; with
+//	                         persistence: snapshot=RV snapshot-keys=ns/a,ns/b is the snapshot
+//	                         it loads, snapshot-refused=REASON a load that fails, save-period=D
+//	                         (or persist, for saves at stop only) saves the store
+//	save-blocks              the next save waits until release-save (or the stop)
+//	save-fails               the next save fails
+//	release-save             the save that waits returns
 //	server <event>           the transport answers the request in flight with an event
 //	                         written as the transcripts write them (list-page, watch-opened,
 //	                         watch-event, watch-error, watch-open-failed, watch-ended, list-failed);
@@ -40,6 +47,9 @@ import (
 //	tick <duration>          advance the mock clock
 //	store-fails              the store refuses its next call
 //	stop                     cancel Run's context and wait for it to return
+//
+// With persistence, the driver's logs about it are shown too ("log: …"), as the driver writes
+// them on its loop; a save's objects are listed when the driver hears that it succeeded.
 func TestDriverTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/driver", func(t *testing.T, path string) {
 		var h *driverHarness
@@ -56,19 +66,39 @@ func TestDriverTranscripts(t *testing.T) {
 			switch d.Cmd {
 			case "run":
 				incremental := false
+				var ps persistScript
 				args := d.CmdArgs[:0:0]
 				for _, a := range d.CmdArgs {
-					if a.Key == "store" {
-						incremental = len(a.Vals) == 1 && a.Vals[0] == "incremental"
-						continue
+					v := ""
+					if len(a.Vals) > 0 {
+						v = a.Vals[0]
 					}
-					args = append(args, a)
+					switch a.Key {
+					case "store":
+						incremental = v == "incremental"
+					case "snapshot":
+						ps.on, ps.rv = true, v
+					case "snapshot-keys":
+						ps.keys = strings.Split(v, ",")
+					case "snapshot-refused":
+						ps.on, ps.refused = true, strings.Trim(v, `"`)
+					case "persist":
+						ps.on = true
+					case "save-period":
+						ps.on = true
+						var perr error
+						if ps.period, perr = time.ParseDuration(v); perr != nil {
+							d.Fatalf(t, "%v", perr)
+						}
+					default:
+						args = append(args, a)
+					}
 				}
 				cfg, perr := parseConfig(args)
 				if perr != nil {
 					d.Fatalf(t, "%v", perr)
 				}
-				h = startDriver(t, driver.Config{Policy: cfg}, incremental)
+				h = startDriver(t, driver.Config{Policy: cfg}, incremental, ps)
 			case "server":
 				words := make([]string, len(d.CmdArgs))
 				for i, a := range d.CmdArgs {
@@ -86,6 +116,21 @@ func TestDriverTranscripts(t *testing.T) {
 			case "store-fails":
 				h.store.failNext()
 				return "ok\n"
+			case "save-blocks", "save-fails":
+				h.mu.Lock()
+				if d.Cmd == "save-blocks" {
+					h.holdNext, h.held = true, h.held+1
+				} else {
+					h.failNext = true
+				}
+				h.mu.Unlock()
+				return "ok\n"
+			case "release-save":
+				h.mu.Lock()
+				close(h.release)
+				h.release, h.held = make(chan struct{}), h.held-1
+				h.mu.Unlock()
+				err = h.settle()
 			case "stop":
 				err = h.stop()
 			default:
@@ -119,12 +164,33 @@ type driverHarness struct {
 	lastErr  error
 	// requests are the requests the driver was told to start, by id, not yet shown received.
 	requests []uint64
+
+	// Persistence: the period of the save timer (the one timer armed for it: transcripts
+	// give it a period no timer of the machine's has), how many saves the driver began and
+	// ended (as it logs them), how many are held (save-blocks), and what the last save held.
+	savePeriod         time.Duration
+	saveArms           int
+	saveTimers         []*loggingTimer
+	started, finished  int
+	held               int
+	holdNext, failNext bool
+	release            chan struct{}
+	savedKeys          []string
+}
+
+// persistScript is the persistence a driver transcript runs with.
+type persistScript struct {
+	on      bool
+	rv      string
+	keys    []string
+	refused string
+	period  time.Duration
 }
 
 const driverWait = 10 * time.Second // real time; only a broken driver waits this long
 
-func startDriver(t *testing.T, cfg driver.Config, incremental bool) *driverHarness {
-	h := &driverHarness{t: t, changed: make(chan struct{}), done: make(chan error, 1)}
+func startDriver(t *testing.T, cfg driver.Config, incremental bool, ps persistScript) *driverHarness {
+	h := &driverHarness{t: t, changed: make(chan struct{}), done: make(chan error, 1), release: make(chan struct{})}
 	h.clock = &loggingClock{Mock: clockx.NewMock(t0), h: h}
 	h.tr = newScriptedTransport()
 	h.store = &loggingStore{m: driver.NewMemStore(), h: h}
@@ -134,6 +200,21 @@ func startDriver(t *testing.T, cfg driver.Config, incremental bool) *driverHarne
 	}
 	cfg.Checked = true
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	if ps.on {
+		h.savePeriod = ps.period
+		cfg.Persistence = &driver.Persistence{Save: h.save, Period: ps.period,
+			Load: func(context.Context) (string, []any, error) {
+				if ps.refused != "" {
+					return "", nil, errors.New(ps.refused)
+				}
+				items := []any{}
+				for _, k := range ps.keys {
+					items = append(items, object(k, ps.rv))
+				}
+				return ps.rv, items, nil
+			}}
+		cfg.Logger = slog.New(persistLog{h})
+	}
 	cfg.Observers = []driver.Observer{driver.ObserverFunc(h.observe)}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
@@ -203,9 +284,94 @@ func (h *driverHarness) await(since, n int) error {
 	}
 }
 
+// save is the Persistence's Save: it keeps the keys saved, for the driver's log of its end,
+// and waits or fails as the script said.
+func (h *driverHarness) save(ctx context.Context, _ string, items []any) error {
+	keys := make([]string, len(items))
+	for i, it := range items {
+		keys[i], _ = driver.KeyOf(it)
+	}
+	slices.Sort(keys)
+	h.mu.Lock()
+	hold, fail, release := h.holdNext, h.failNext, h.release
+	h.holdNext, h.failNext = false, false
+	h.savedKeys = keys
+	h.mu.Unlock()
+	if hold {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if fail {
+		return errors.New("disk full")
+	}
+	return nil
+}
+
+// persistLog shows the driver's logs about persistence, as it writes them on its loop, and
+// counts the saves it begins and ends.
+type persistLog struct{ h *driverHarness }
+
+func (l persistLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l persistLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l persistLog) WithGroup(string) slog.Handler            { return l }
+
+func (l persistLog) Handle(_ context.Context, r slog.Record) error {
+	if !strings.Contains(r.Message, "persist") {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "log: %s %s", r.Level, r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "resource" {
+			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		}
+		return true
+	})
+	h := l.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch r.Message {
+	case "persisting the store":
+		h.started++
+	case "store persisted":
+		fmt.Fprintf(&b, " [%s]", strings.Join(h.savedKeys, " "))
+		h.finished++
+	case "persisting the store failed":
+		h.finished++
+	}
+	h.lines = append(h.lines, b.String())
+	close(h.changed)
+	h.changed = make(chan struct{})
+	return nil
+}
+
+// awaitSaves waits until every save the driver began has ended, but those the script holds.
+func (h *driverHarness) awaitSaves() error {
+	deadline := time.After(driverWait)
+	for {
+		h.mu.Lock()
+		done, changed := h.finished >= h.started-h.held, h.changed
+		h.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return fmt.Errorf("the driver's saves did not end")
+		}
+	}
+}
+
 // settle shows the requests the driver started as the transport receives them, and the ones
-// it aborted as the transport sees their context end.
+// it aborted as the transport sees their context end, and waits for the saves it began.
 func (h *driverHarness) settle() error {
+	if err := h.awaitSaves(); err != nil {
+		return err
+	}
 	h.mu.Lock()
 	started := h.requests
 	h.requests = nil
@@ -263,14 +429,47 @@ func (h *driverHarness) tick(d time.Duration) error {
 			due++
 		}
 	}
+	// The save timer fires no transition: the driver arms it again once it has saved or
+	// skipped the save.
+	end := h.clock.Now().Add(d)
+	h.mu.Lock()
+	saves, arms := 0, h.saveArms
+	for _, t := range h.saveTimers {
+		if !t.stopped && !t.due.After(end) {
+			saves++
+		}
+	}
+	h.saveTimers = slices.DeleteFunc(h.saveTimers, func(t *loggingTimer) bool { return t.stopped || !t.due.After(end) })
+	h.mu.Unlock()
 	since := h.seen()
 	// Logged before the clock moves: the timer it fires is handled at once.
-	h.logf("clock: +%v, now t+%v; %d timer(s) fire", d, h.clock.Now().Add(d).Sub(t0), due)
+	h.logf("clock: +%v, now t+%v; %d timer(s) fire", d, end.Sub(t0), due)
 	h.clock.Add(d)
-	if err := h.await(since, due); err != nil {
+	if err := h.await(since, due-saves); err != nil {
+		return err
+	}
+	if err := h.awaitSaveArms(arms + saves); err != nil {
 		return err
 	}
 	return h.settle()
+}
+
+// awaitSaveArms waits until the save timer has been armed n times.
+func (h *driverHarness) awaitSaveArms(n int) error {
+	deadline := time.After(driverWait)
+	for {
+		h.mu.Lock()
+		got, changed := h.saveArms, h.changed
+		h.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return fmt.Errorf("the save timer was armed %d times, want %d", got, n)
+		}
+	}
 }
 
 func (h *driverHarness) stop() error {
@@ -497,19 +696,35 @@ type loggingClock struct {
 }
 
 func (c *loggingClock) NewTimer(d time.Duration) clockx.Timer {
-	c.h.logf("clock: timer armed for %v (due t+%v)", d, c.Now().Add(d).Sub(t0))
-	return &loggingTimer{Timer: c.Mock.NewTimer(d), h: c.h, d: d}
+	due := c.Now().Add(d)
+	t := &loggingTimer{Timer: c.Mock.NewTimer(d), h: c.h, d: d, due: due}
+	h := c.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lines = append(h.lines, fmt.Sprintf("clock: timer armed for %v (due t+%v)", d, due.Sub(t0)))
+	if h.savePeriod > 0 && d == h.savePeriod {
+		h.saveArms++
+		h.saveTimers = append(h.saveTimers, t)
+		close(h.changed)
+		h.changed = make(chan struct{})
+	}
+	return t
 }
 
 type loggingTimer struct {
 	clockx.Timer
-	h *driverHarness
-	d time.Duration
+	h       *driverHarness
+	d       time.Duration
+	due     time.Time
+	stopped bool
 }
 
 func (t *loggingTimer) Stop() bool {
 	stopped := t.Timer.Stop()
 	if stopped {
+		t.h.mu.Lock()
+		t.stopped = true
+		t.h.mu.Unlock()
 		t.h.logf("clock: timer of %v stopped before it fired", t.d)
 	}
 	return stopped
@@ -552,6 +767,9 @@ func (s *loggingStore) Replace(items []any, rv string) error {
 	}
 	return s.m.Replace(items, rv)
 }
+
+// List is the store's objects, unlogged: what a save takes.
+func (s *loggingStore) List() []any { return s.m.List() }
 
 func (s *loggingStore) Add(obj any) error    { return s.call("Add", obj, s.m.Add) }
 func (s *loggingStore) Update(obj any) error { return s.call("Update", obj, s.m.Update) }

@@ -1,0 +1,129 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/sim"
+	"github.com/rewatch/rewatch/transport/httpapi"
+)
+
+// A store without List cannot be saved: the configuration says so before anything runs.
+func TestPersistenceNeedsAStoreThatLists(t *testing.T) {
+	save := func(context.Context, string, []any) error { return nil }
+	err := driver.Config{Transport: nopTransport{}, Store: addOnlyStore{}, Persistence: &driver.Persistence{Save: save}}.Validate()
+	require.ErrorContains(t, err, "has no List() []any")
+	require.NoError(t, driver.Config{Transport: nopTransport{}, Store: addOnlyStore{}, Persistence: &driver.Persistence{
+		Load: func(context.Context) (string, []any, error) { return "", nil, nil }}}.Validate(), "loading needs no List")
+	require.NoError(t, driver.Config{Transport: nopTransport{}, Persistence: &driver.Persistence{Save: save}}.Validate(), "the default MemStore lists")
+	err = driver.Config{Transport: nopTransport{}, Persistence: &driver.Persistence{Save: save, Period: -time.Second}}.Validate()
+	require.ErrorContains(t, err, "Period must not be negative")
+}
+
+// docs/semantics.md "Persisted cache": a reflector stopped saves its store; one started from
+// that snapshot after the server changed restores it, probes with one item of a consistent
+// LIST, resumes the watch from the snapshot's RV and catches up from the events since — no
+// LIST of everything — and its store ends equal to the server's.
+func TestRestartResumesFromThePersistedStore(t *testing.T) {
+	eachTransport(t, func(t *testing.T, kind transportKind) {
+		w := newWorld(t, kind, 5)
+		var mu sync.Mutex
+		var savedRV string
+		var saved []any
+		save := func(_ context.Context, rv string, items []any) error {
+			mu.Lock()
+			defer mu.Unlock()
+			savedRV, saved = rv, items
+			return nil
+		}
+		w.run(func(c *driver.Config, _ *httpapi.Config) { c.Persistence = &driver.Persistence{Save: save} })
+		w.synced()
+		require.NoError(t, w.stop())
+		mu.Lock()
+		require.NotEmpty(t, savedRV, "the stop saved the store")
+		require.Len(t, saved, 5)
+		mu.Unlock()
+
+		_, err := w.sim.Update(sim.ConfigMaps, "default", "cm-0", map[string]string{"x": "2"})
+		require.NoError(t, err)
+		_, err = w.sim.Delete(sim.ConfigMaps, "default", "cm-1")
+		require.NoError(t, err)
+		_, err = w.sim.Create(sim.ConfigMaps, "default", "new", map[string]string{"x": "1"})
+		require.NoError(t, err)
+
+		w.store = driver.NewMemStore()
+		w.mu.Lock()
+		w.transitions = nil
+		w.mu.Unlock()
+		listsBefore, _ := w.proxy.Counts()
+		load := func(context.Context) (string, []any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return savedRV, saved, nil
+		}
+		w.run(func(c *driver.Config, _ *httpapi.Config) {
+			c.Store, c.Persistence = w.store, &driver.Persistence{Load: load, Save: save}
+		})
+		w.synced()
+		require.Eventually(t, func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			n := len(w.transitions)
+			return n > 0 && w.transitions[n-1].Snapshot.Synced
+		}, 10*time.Second, 2*time.Millisecond, "the restored store never synced")
+		lists, _ := w.proxy.Counts()
+		assert.Equal(t, 1, lists-listsBefore, "one LIST: the probe")
+		causes := w.causes()
+		assert.Contains(t, causes, fsm.CauseResume)
+		w.mu.Lock()
+		for _, tr := range w.transitions {
+			for _, c := range tr.Commands {
+				if c.Kind == fsm.CmdListPage {
+					assert.EqualValues(t, 1, c.Limit, "the only LIST is the probe: %s", c)
+				}
+			}
+		}
+		w.mu.Unlock()
+		require.NoError(t, w.stop())
+		mu.Lock()
+		assert.Len(t, saved, 5, "the second stop saved the store it caught up")
+		mu.Unlock()
+	})
+}
+
+// A snapshot the load refuses is a plain start: one LIST of everything.
+func TestARefusedSnapshotStartsAsUsual(t *testing.T) {
+	w := newWorld(t, viaHTTP, 3)
+	w.run(func(c *driver.Config, _ *httpapi.Config) {
+		c.Persistence = &driver.Persistence{Load: func(context.Context) (string, []any, error) {
+			return "", nil, errors.New("checksum mismatch")
+		}}
+	})
+	w.synced()
+	w.mu.Lock()
+	start := w.transitions[0].Event
+	w.mu.Unlock()
+	assert.Equal(t, "checksum mismatch", start.Refused)
+	assert.Equal(t, fsm.CauseStart, w.causes()[0])
+}
+
+type addOnlyStore struct{}
+
+func (addOnlyStore) Add(any) error               { return nil }
+func (addOnlyStore) Update(any) error            { return nil }
+func (addOnlyStore) Delete(any) error            { return nil }
+func (addOnlyStore) Replace([]any, string) error { return nil }
+
+type nopTransport struct{}
+
+func (nopTransport) List(context.Context, fsm.Command, func(fsm.Event) bool)  {}
+func (nopTransport) Watch(context.Context, fsm.Command, func(fsm.Event) bool) {}
+func (nopTransport) String() string                                           { return "nop" }
