@@ -84,8 +84,12 @@ type FleetOptions struct {
 	// MatchTimeout bounds each wait for every store to hold the server's state (default 10
 	// minutes). A fleet that misses it still reports its figures, with Unsynced set.
 	MatchTimeout time.Duration
-	// JournalDir, when set, receives the journal of the first member of each rewatch fleet.
+	// JournalDir, when set, receives the journal of the first member of each rewatch fleet
+	// (ScenarioAPFRestart: of every member, and every member's requests of either kind).
 	JournalDir string
+	// RestartAfter is when ScenarioAPFRestart restarts kube-apiserver, from the fleet's start
+	// (default 30 s); Window how long after the restart its requests are counted (default 30 s).
+	RestartAfter, Window time.Duration
 	// OnResult, when set, hears of each run as it ends: a long run's figures survive an
 	// interruption.
 	OnResult func(FleetResult)
@@ -128,9 +132,20 @@ type FleetResult struct {
 	ClientRSSKiBPerMember     float64
 	// Rollout is what the rollout cost the fleet (ScenarioRollout only).
 	Rollout *RolloutResult `json:",omitempty"`
-	// Journal is the first rewatch member\'s journal, when one was kept.
+	// Journal is the first rewatch member\'s journal, when one was kept (ScenarioAPFRestart:
+	// every member's, the member's number in the %02d).
 	Journal string `json:",omitempty"`
-	Err     string
+
+	// ScenarioAPFRestart's own figures: each member's time to a full store and back after the
+	// restart (InitialSyncSeconds and ConvergeSeconds are the largest), how long the restart
+	// took, the members' requests by "VERB CODE" (VERB: LIST, LIST-PAGE, WATCH, WATCHLIST;
+	// code 0: no response), and where every member's requests were written.
+	MemberSyncSeconds     []float64      `json:",omitempty"`
+	MemberConvergeSeconds []float64      `json:",omitempty"`
+	RestartSeconds        float64        `json:",omitempty"`
+	ClientRequests        map[string]int `json:",omitempty"`
+	RequestLog            string         `json:",omitempty"`
+	Err                   string
 }
 
 // RunFleet runs every size × scenario × variant, each on a fresh kube-apiserver and etcd, the
@@ -144,7 +159,13 @@ func RunFleet(ctx context.Context, o FleetOptions) ([]FleetResult, error) {
 		for _, sc := range o.Scenarios {
 			for _, v := range o.Variants {
 				o.Logf("fleet: %d × %s through %s", n, v, sc)
-				r, err := fleetOnce(ctx, o, n, sc, v)
+				run := fleetOnce
+				if sc == ScenarioAPFRestart {
+					run = func(ctx context.Context, o FleetOptions, n int, _, v string) (FleetResult, error) {
+						return apfRestartOnce(ctx, o, n, v)
+					}
+				}
+				r, err := run(ctx, o, n, sc, v)
 				if err != nil {
 					r.Err = err.Error()
 					o.Logf("fleet: %d × %s through %s: %v", n, v, sc, err)
@@ -629,6 +650,12 @@ type fleetChildResult struct {
 // or "MATCHED timeout DIFFERING N" after MILLIS), "rollout MILLIS" (restart every member one
 // after another, each once the one before has synced, as a rollout of a controller's replicas
 // does; reply "ROLLED {json}") and "report" (reply "RESULT {json}").
+//
+// For ScenarioAPFRestart it also answers "full COUNT MILLIS" (every store holds COUNT objects;
+// reply "FULL ok|timeout" and each member's seconds from the child's start), "mark" (reply
+// "MARKED"), "holds KEY MILLIS" (every store holds KEY; each member's seconds from the mark),
+// "requests PATH" (every member's requests as JSON lines; reply "REQUESTS") and "stats" (the
+// members' requests by verb and code; reply "STATS {json}").
 func FleetChild(variant, server string, n int, journal string, in io.Reader, out io.Writer) error {
 	// N members would each log every failure; the parent's figures say what happened.
 	slog.SetDefault(slog.New(slog.DiscardHandler))
@@ -639,22 +666,25 @@ func FleetChild(variant, server string, n int, journal string, in io.Reader, out
 	members := make([]*fleetMember, n)
 	meters := make([]*Meter, n)
 	// The first member of a rewatch fleet keeps a journal: it says why that member did what it
-	// did, request by request (rewatch replay).
-	var first io.Writer
-	if journal != "" && isRewatch(variant) {
-		f, err := os.Create(journal)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		first = f
-	}
+	// did, request by request (rewatch replay). A journal path with a %d verb is every
+	// member's, numbered.
+	every := strings.Contains(journal, "%")
 	for i := range n {
-		// Each member has a meter of its own over the shared one, for its requests per minute.
-		meters[i] = &Meter{Base: meter}
+		// Each member has a meter of its own over the shared one, for its requests per minute
+		// and its timeline.
+		meters[i] = &Meter{Base: meter, Log: true}
 		t := Target{Server: server, GVR: sim.ConfigMaps, Namespace: fleetNS, Transport: meters[i]}
-		if i == 0 && first != nil {
-			t.Journal = first
+		if journal != "" && isRewatch(variant) && (i == 0 || every) {
+			path := journal
+			if every {
+				path = fmt.Sprintf(journal, i)
+			}
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			t.Journal = f
 		}
 		members[i] = &fleetMember{variant: variant, target: t}
 		members[i].start(ctx)
@@ -668,9 +698,36 @@ func FleetChild(variant, server string, n int, journal string, in io.Reader, out
 	}
 	w := bufio.NewWriter(out)
 	sc := bufio.NewScanner(in)
+	started, marked := time.Now(), time.Now()
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		switch {
+		case len(f) == 3 && f[0] == "full":
+			count, _ := strconv.Atoi(f[1])
+			millis, _ := strconv.ParseInt(f[2], 10, 64)
+			t := waitMembers(stores, started, time.Duration(millis)*time.Millisecond, func(s *TimedStore) bool { return s.Len() >= count })
+			fmt.Fprintf(w, "FULL %s\n", t)
+		case len(f) == 1 && f[0] == "mark":
+			marked = time.Now()
+			fmt.Fprintln(w, "MARKED")
+		case len(f) == 3 && f[0] == "holds":
+			millis, _ := strconv.ParseInt(f[2], 10, 64)
+			t := waitMembers(stores, marked, time.Duration(millis)*time.Millisecond, func(s *TimedStore) bool { return s.Has(f[1]) })
+			fmt.Fprintf(w, "HELD %s\n", t)
+		case len(f) == 2 && f[0] == "requests":
+			if err := writeRequestLogs(f[1], started, meters); err != nil {
+				return err
+			}
+			fmt.Fprintln(w, "REQUESTS")
+		case len(f) == 1 && f[0] == "stats":
+			by := map[string]int{}
+			for _, m := range meters {
+				for _, r := range m.Records() {
+					by[fmt.Sprintf("%s %d", r.Kind, r.Code)]++
+				}
+			}
+			b, _ := json.Marshal(by)
+			fmt.Fprintf(w, "STATS %s\n", b)
 		case len(f) == 4 && f[0] == "match":
 			want, _ := strconv.ParseUint(f[2], 10, 64)
 			millis, _ := strconv.ParseInt(f[3], 10, 64)
@@ -817,6 +874,40 @@ func quietKlog() {
 	_ = klogFlags.Set("logtostderr", "false")
 	_ = klogFlags.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
+}
+
+// writeRequestLogs writes every member's requests as JSON lines: the member's number, and each
+// record's times in seconds from the fleet's start.
+func writeRequestLogs(path string, started time.Time, meters []*Meter) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	enc := json.NewEncoder(bw)
+	at := func(ns int64) float64 {
+		if ns == 0 {
+			return -1
+		}
+		return time.Unix(0, ns).Sub(started).Seconds()
+	}
+	for i, m := range meters {
+		for _, r := range m.Records() {
+			_ = enc.Encode(struct {
+				Member     int     `json:"member"`
+				At         float64 `json:"at"`
+				Kind       string  `json:"kind"`
+				Code       int     `json:"code"`
+				End        float64 `json:"end"`
+				RetryAfter string  `json:"retryAfter,omitempty"`
+			}{i, at(r.At), r.Kind, r.Code, at(r.End), r.Retry})
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // differing counts the stores whose state is not the server's (want is its stateHash).

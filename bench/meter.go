@@ -26,6 +26,22 @@ type Meter struct {
 	opens, fails   []int64 // unix nanos
 	requests       []int64 // unix nanos: when each LIST, watch-list or WATCH request was sent
 	stopping       atomic.Bool
+
+	// Log keeps a record of every GET (RequestRecord): a member's timeline, what it asked and
+	// what it was answered, for either kind of reflector alike.
+	Log     bool
+	records []RequestRecord
+}
+
+// RequestRecord is one GET a Meter with Log saw: when it was sent, what it was (LIST, a
+// continuation page LIST-PAGE, WATCH, WATCHLIST), the status code (0: no response) and when
+// its body ended (a watch: when its stream ended; 0 while it is open).
+type RequestRecord struct {
+	At    int64  `json:"at"`
+	Kind  string `json:"kind"`
+	Code  int    `json:"code"`
+	End   int64  `json:"end,omitempty"`
+	Retry string `json:"retryAfter,omitempty"`
 }
 
 // MeterCounts is a snapshot of a Meter.
@@ -67,8 +83,23 @@ func (m *Meter) RoundTrip(req *http.Request) (*http.Response, error) {
 	isWatch := req.Method == http.MethodGet && (w == "1" || w == "true")
 	isWatchList := isWatch && q.Get("sendInitialEvents") == "true"
 	m.mu.Lock()
+	rec := -1
 	if req.Method == http.MethodGet {
-		m.requests = append(m.requests, time.Now().UnixNano())
+		now := time.Now().UnixNano()
+		m.requests = append(m.requests, now)
+		if m.Log {
+			kind := "LIST"
+			switch {
+			case isWatchList:
+				kind = "WATCHLIST"
+			case isWatch:
+				kind = "WATCH"
+			case q.Get("continue") != "":
+				kind = "LIST-PAGE"
+			}
+			rec = len(m.records)
+			m.records = append(m.records, RequestRecord{At: now, Kind: kind})
+		}
 	}
 	switch {
 	case isWatchList:
@@ -94,12 +125,19 @@ func (m *Meter) RoundTrip(req *http.Request) (*http.Response, error) {
 		if isWatch {
 			m.fail()
 		}
+		m.ended(rec)
 		return resp, err
 	}
+	m.mu.Lock()
 	if resp.StatusCode == http.StatusTooManyRequests {
-		m.mu.Lock()
 		m.tooMany++
-		m.mu.Unlock()
+	}
+	if rec >= 0 {
+		m.records[rec].Code, m.records[rec].Retry = resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	m.mu.Unlock()
+	if rec >= 0 {
+		resp.Body = &countingBody{rc: resp.Body, onEnd: func() { m.ended(rec) }}
 	}
 	switch {
 	case isWatch:
@@ -119,6 +157,23 @@ func (m *Meter) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &countingBody{rc: resp.Body, add: func(n int) { m.mu.Lock(); m.listBytes += int64(n); m.mu.Unlock() }}
 	}
 	return resp, nil
+}
+
+// ended notes when record i's body ended.
+func (m *Meter) ended(i int) {
+	if i < 0 {
+		return
+	}
+	m.mu.Lock()
+	m.records[i].End = time.Now().UnixNano()
+	m.mu.Unlock()
+}
+
+// Records returns a copy of the records kept with Log.
+func (m *Meter) Records() []RequestRecord {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]RequestRecord(nil), m.records...)
 }
 
 // countingBody counts bytes read and reports the end of the body (error, EOF, or a Close

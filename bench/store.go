@@ -57,7 +57,31 @@ func (s *TimedStore) Times() []int64 {
 }
 
 // Len is the number of objects held.
-func (s *TimedStore) Len() int { return len(s.Inner.List()) }
+func (s *TimedStore) Len() int {
+	if l, ok := s.Inner.(interface{ Len() int }); ok {
+		return l.Len()
+	}
+	if l, ok := s.Inner.(interface{ ListKeys() []string }); ok {
+		return len(l.ListKeys())
+	}
+	return len(s.Inner.List())
+}
+
+// Has says whether the store holds namespace/name key.
+func (s *TimedStore) Has(key string) bool {
+	switch g := s.Inner.(type) {
+	case interface{ GetByKey(string) (any, bool) }:
+		_, ok := g.GetByKey(key)
+		return ok
+	case interface {
+		GetByKey(string) (any, bool, error)
+	}:
+		_, ok, _ := g.GetByKey(key)
+		return ok
+	}
+	_, ok := s.Versions()[key]
+	return ok
+}
 
 // Versions is namespace/name → resourceVersion of every object held.
 func (s *TimedStore) Versions() map[string]string {

@@ -93,11 +93,18 @@ func main() {
 		variants := fs.String("variants", strings.Join(bench.FleetVariants, ","), "reflector kinds")
 		every := fs.Duration("write-every", 50*time.Millisecond, "writer interval")
 		gap := fs.Duration("gap", 60*time.Second, "time between the two restarts (restart), between kube-apiservers in the rolling restart (ha); etcd is paused for a third of it (slow)")
-		inflight := fs.Int("inflight", 10, "--max-requests-inflight in the apf scenario")
+		inflight := fs.Int("inflight", 10, "--max-requests-inflight in the apf scenarios (apf-restart: 0, the server's default, unless given)")
+		restartAfter := fs.Duration("restart-after", 30*time.Second, "apf-restart: when kube-apiserver is restarted, from the fleet's start")
+		window := fs.Duration("window", 30*time.Second, "apf-restart: how long after the restart the requests are counted")
 		matchTimeout := fs.Duration("match-timeout", 10*time.Minute, "how long a fleet may take to hold the server's state; one that does not still reports its figures")
 		out := fs.String("out", ".cache/bench", "directory for the raw JSON results (not tracked)")
 		charts := fs.String("charts", "", "directory for the SVG charts (none if empty)")
 		_ = fs.Parse(args)
+		inflightGiven := false
+		fs.Visit(func(f *flag.Flag) { inflightGiven = inflightGiven || f.Name == "inflight" })
+		if !inflightGiven && *scenarios == bench.ScenarioAPFRestart {
+			*inflight = 0 // the server's own concurrency, as the set-up it reproduces
+		}
 		self, _ := os.Executable()
 		ns := parseSizes(*sizes)
 		if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -112,13 +119,15 @@ func main() {
 			b, _ := json.Marshal(r)
 			fmt.Fprintf(partial, "%s\n", b)
 			bench.WriteFleetTable(os.Stderr, []bench.FleetResult{r})
+			bench.WriteAPFRestartTable(os.Stderr, []bench.FleetResult{r})
 		}
 		var r []bench.FleetResult
 		r, err = bench.RunFleet(ctx, bench.FleetOptions{OnResult: onResult, Sizes: ns, Objects: *objects, Scenarios: strings.Split(*scenarios, ","),
 			Variants: strings.Split(*variants, ","), WriteEvery: *every, Gap: *gap, Inflight: *inflight, MatchTimeout: *matchTimeout, Self: self, Logf: log.Printf,
-			JournalDir: *out})
+			JournalDir: *out, RestartAfter: *restartAfter, Window: *window})
 		bench.WriteFleetTable(os.Stdout, r)
 		bench.WriteRolloutTable(os.Stdout, r)
+		bench.WriteAPFRestartTable(os.Stdout, r)
 		if serr := save(*out, "fleet", r); err == nil {
 			err = serr
 		}
