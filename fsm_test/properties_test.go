@@ -139,10 +139,12 @@ func TestPropertyRewatchUsesLastRVAndRVsNeverGoBack(t *testing.T) {
 // docs/semantics.md "Waiting": each wait is the capped Retry-After when the server gave one (a
 // value under a second is no hint) and then leaves the backoff where it was; otherwise it lies
 // within the backoff's bounds for its attempt, cut by the resume-RV age guard for a re-watch,
-// and never under MinWait. A Retry-After is waited exactly unless it repeats one honoured
-// earlier with no request accepted in between (a LIST page, an opened watch, a watch frame,
-// tracked here from the events alone): then the wait lies in [RA, RA × (1 + spread)), and the
-// spread stops at the cap and, for a re-watch, at the resume RV's lifetime.
+// and never under MinWait; the first refusal since a watch was accepted waits the backoff's
+// first step, whatever its attempt. A Retry-After is waited exactly unless it repeats one
+// honoured earlier with no request accepted in between (a LIST page, an opened watch, a watch
+// frame, tracked here from the events alone) and no wait of the backoff's own: then the wait
+// lies in [RA, RA × (1 + spread)), and the spread stops at the cap and, for a re-watch, at the
+// resume RV's lifetime.
 func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := drawRun(t)
@@ -182,7 +184,15 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 					honoured = true
 					continue
 				}
-				lo, hi := bounds(cfg, st.before.Wait.Attempt)
+				// The backoff's own wait: the next Retry-After is a first one again. The first
+				// refusal since a watch was accepted waits the backoff's first step, and the
+				// backoff advances all the same (docs/semantics.md, "watch refused").
+				honoured = false
+				from := st.before.Wait.Attempt
+				if c.Reason == fsm.CauseWatchRejectedOnce {
+					from = 0
+				}
+				lo, hi := bounds(cfg, from)
 				guard := func(d time.Duration) time.Duration {
 					if limit, on := resumeGuard(cfg, st); on {
 						d = min(d, limit)
@@ -191,7 +201,7 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 				}
 				if c.Delay < guard(lo) || c.Delay > guard(hi-1) {
 					t.Fatalf("step %d: waited %v; backoff attempt %d allows [%v, %v), guarded [%v, %v]",
-						i, c.Delay, st.before.Wait.Attempt, lo, hi, guard(lo), guard(hi-1))
+						i, c.Delay, from, lo, hi, guard(lo), guard(hi-1))
 				}
 				if st.after.Wait.Attempt != st.before.Wait.Attempt+1 {
 					t.Fatalf("step %d: a backoff wait moved attempt from %d to %d", i, st.before.Wait.Attempt, st.after.Wait.Attempt)

@@ -2,6 +2,7 @@ package transitions
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/rewatch/rewatch/fsm"
 )
@@ -32,6 +33,9 @@ type rule struct {
 	// effect is what is particular to the cause; nil: nothing. What its facts and rows say is
 	// done for every cause alike (effectsBeforeMove).
 	effect effectBeforeMove
+	// wait, for a rule whose row waits without beginning a relist, is how long; nil: the
+	// usual delay (wait.go). It runs after effect.
+	wait func(m *Machine, s *fsm.Snapshot, e fsm.Event) time.Duration
 }
 
 // effectBeforeMove is a rule's effect: it updates s and appends commands for an event read as
@@ -308,6 +312,8 @@ func (m *Machine) effectsBeforeMove(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cau
 	switch {
 	case row.BeginsRelist():
 		m.beginRelist(s, e, row, out)
+	case row.To == fsm.Backoff && r.wait != nil:
+		m.backoff(s, row, r.wait(m, s, *e), out)
 	case row.To == fsm.Backoff:
 		m.backoff(s, row, m.delay(s, e, row.Then), out)
 	}

@@ -139,12 +139,15 @@ var watchRules = []rule{
 	{
 		// The first refusal since a watch was last accepted re-watches after the wait: right
 		// after an apiserver restart the authorizer may answer 403 before its caches have
-		// synced (docs/semantics.md, "watch refused").
+		// synced, which takes it about a second. The wait is the backoff's first step, not
+		// the step the failures of the restart itself (a server that could not be reached)
+		// have grown it to (docs/semantics.md, "watch refused").
 		cause: fsm.CauseWatchRejectedOnce, label: "401 / 403 / 404 / other, first → re-WATCH after backoff",
 		retry: true, avoidsList: fsm.AvoidsList,
 		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassRejected).when(firstRefusal)},
 		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Watching)},
 		effect: (*Machine).watchRejected,
+		wait:   (*Machine).firstRefusalDelay,
 	},
 	{
 		cause: fsm.CauseWatchRejected, label: "401 / 403 / 404 / other, again", retry: true,

@@ -36,12 +36,31 @@ func (m *Machine) delay(s *fsm.Snapshot, e *fsm.Event, next fsm.State) time.Dura
 }
 
 // step is the backoff policy's next wait; the backoff advances.
-func (m *Machine) step(s *fsm.Snapshot) time.Duration {
-	d := m.cfg.Backoff.Delay(s.Wait.Attempt, m.rand(s))
+func (m *Machine) step(s *fsm.Snapshot) time.Duration { return m.stepAt(s, s.Wait.Attempt) }
+
+// stepAt is the backoff policy's wait for attempt; the backoff advances from where it was. A
+// wait of the backoff's own is a failure without a usable Retry-After: the next Retry-After is
+// a first one again (docs/semantics.md, "a repeated Retry-After").
+func (m *Machine) stepAt(s *fsm.Snapshot, attempt int) time.Duration {
+	d := m.cfg.Backoff.Delay(attempt, m.rand(s))
 	if s.Wait.Attempt < math.MaxInt32 {
 		s.Wait.Attempt++
 	}
+	s.RetryAfter.Repeats = 0
 	return d
+}
+
+// firstRefusalDelay is the wait before the re-watch that answers the first refusal since a
+// watch was last accepted: a usable Retry-After as always, otherwise the backoff's first step
+// (it advances all the same, so a refusal that lasts meets the grown backoff on its relist).
+// The refusal is an answer: the server is there again, and what grew the backoff — a restart's
+// refused connections and proxy errors — says nothing of how long its authorizer takes to
+// sync (docs/semantics.md, "watch refused").
+func (m *Machine) firstRefusalDelay(s *fsm.Snapshot, e fsm.Event) time.Duration {
+	if ra, ok := retryAfter(e.Failure); ok && ra >= MinRetryAfter {
+		return m.delay(s, &e, fsm.Watching)
+	}
+	return max(m.guardResumeRV(s, &e, m.stepAt(s, 0)), MinWait)
 }
 
 // lagDelay is the wait before the relist that answers "too large resource version" on a
@@ -60,8 +79,9 @@ func (m *Machine) lagDelay(s *fsm.Snapshot, e *fsm.Event) time.Duration {
 }
 
 // retryAfterWait is the wait for an honoured Retry-After ra. The first one since the server
-// last accepted a request is waited exactly. A second in a row means the server turned this
-// client away again right after the wait it asked for: clients that a server rejects together
+// last accepted a request, or since the backoff last waited on its own, is waited exactly. A
+// second in a row means the server turned this client away again right after the wait it
+// asked for: clients that a server rejects together
 // (API Priority and Fairness gives them all one value) and that wait exactly come back
 // together and are rejected together again, so from the second on the wait is spread over
 // [ra, ra × (1 + RetryAfterSpread)) from the seeded jitter source (docs/semantics.md, "a
