@@ -8,6 +8,7 @@ import (
 
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/persist"
 	"github.com/rewatch/rewatch/transitions"
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
@@ -89,4 +90,24 @@ type Config struct {
 	// (docs/semantics.md, "Stores"). 0 never resyncs.
 	ResyncPeriod time.Duration
 	ShouldResync func() bool
+
+	// Persist, when set, keeps a snapshot of the store there — persist.Dir(path) for a
+	// directory — and starts from it: the store is restored and the watch resumed from the
+	// snapshot's resourceVersion instead of a LIST of everything (docs/semantics.md,
+	// "Persisted cache"). The snapshot holds the objects as the decoder's codec encodes them
+	// (Secrets too, if this reflector watches them): leave it nil for a resource whose objects
+	// must not reach the disk. A snapshot of another server, resource, namespace, selector or
+	// decoder is never loaded. It needs a Store with List() []any (MemStore has it) and a
+	// Decoder with a snapshot codec (the built-in ones; httpapi.ObjectEncoder for one's own).
+	Persist persist.Store
+	// PersistPeriod is how often the store is saved while the reflector runs, besides once at
+	// stop: default DefaultPersistPeriod; negative: only at stop.
+	PersistPeriod time.Duration
 }
+
+// DefaultPersistPeriod is how often a persisted store is saved while the reflector runs. A
+// controller that is killed (no save at stop) restarts from a snapshot at most this old plus
+// its time down; kube-apiserver keeps about 75 s of history, so with a minute the watch of a
+// controller back within seconds still resumes, and an older one relists decoding only what
+// changed. A save is skipped when nothing changed since the last.
+const DefaultPersistPeriod = time.Minute

@@ -11,6 +11,7 @@ import (
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/journal"
+	"github.com/rewatch/rewatch/persist"
 	"github.com/rewatch/rewatch/transitions"
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
@@ -45,19 +46,69 @@ func New(cfg Config) (*Reflector, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("rewatch: %w", err)
-	}
 	if cfg.Store == nil {
 		cfg.Store = driver.NewMemStore()
+	}
+	var persistence *driver.Persistence
+	if cfg.Persist != nil && transport != nil {
+		var err error
+		if persistence, err = persistenceOf(cfg, transport); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("rewatch: %w", err)
 	}
 	r := &Reflector{cfg: cfg, transport: transport, machine: m, count: newCounter(cfg.Metrics, cfg.Store)}
 	r.driver = driver.Config{
 		Policy: m.Config(), Transport: transport, Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Checked: cfg.Checked,
 		ResyncPeriod: cfg.ResyncPeriod, ShouldResync: cfg.ShouldResync,
-		Hooks: map[fsm.Hook]func(context.Context) error{fsm.HookRefreshCredentials: cfg.RefreshCredentials},
+		Hooks:       map[fsm.Hook]func(context.Context) error{fsm.HookRefreshCredentials: cfg.RefreshCredentials},
+		Persistence: persistence,
 	}
 	return r, nil
+}
+
+// persistenceOf is the driver's Persistence for cfg.Persist: the snapshot of what the
+// transport watches (its identity), in its decoder's codec (docs/semantics.md, "Persisted
+// cache").
+func persistenceOf(cfg Config, transport *httpapi.Transport) (*driver.Persistence, error) {
+	if _, ok := cfg.Store.(driver.Lister); !ok {
+		return nil, fmt.Errorf("Persist: the Store (%T) has no List() []any to take its objects from", cfg.Store)
+	}
+	codec, err := transport.SnapshotCodec()
+	if err != nil {
+		return nil, fmt.Errorf("Persist: %w", err)
+	}
+	period := cfg.PersistPeriod
+	switch {
+	case period == 0:
+		period = DefaultPersistPeriod
+	case period < 0:
+		period = 0 // only at stop
+	}
+	st, id, clock := cfg.Persist, transport.SnapshotIdentity(), cfg.Clock
+	return &driver.Persistence{
+		Period: period,
+		Load: func(ctx context.Context) (string, []any, error) {
+			snap, err := persist.Load(ctx, st, id, codec)
+			if errors.Is(err, persist.ErrNotFound) {
+				return "", nil, nil
+			}
+			if err != nil {
+				return "", nil, err
+			}
+			return snap.ResourceVersion, snap.Items, nil
+		},
+		Save: func(ctx context.Context, rv string, items []any) error {
+			now := time.Now()
+			if clock != nil {
+				now = clock.Now()
+			}
+			_, err := persist.Save(ctx, st, id, codec, rv, items, now)
+			return err
+		},
+	}, nil
 }
 
 // Store is the store the reflector fills.

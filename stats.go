@@ -40,11 +40,73 @@ type Stats struct {
 	// WireFormat is what the reflector asks the server for ("auto (protobuf, json)", "json", …);
 	// AnsweredFormat the format of the server's last successful answer ("" before the first).
 	WireFormat, AnsweredFormat string
+	// Start says how the start went: listed, resumed from a persisted snapshot, relisted
+	// after restoring one (and how much of that relist was decoded), or why a snapshot was
+	// not used (docs/semantics.md, "Persisted cache").
+	Start Start
 	// ListFailing is a listing — the first, or a relist while the store keeps serving the
 	// state it had — that has failed and not completed since: the store has not been refreshed
 	// since ListFailing.Since. nil while no listing is failing (docs/semantics.md,
 	// "Visibility").
 	ListFailing *ListFailing
+}
+
+// StartWay is which way a reflector's start went.
+type StartWay string
+
+// The ways a start goes (docs/semantics.md, "Persisted cache").
+const (
+	// StartListed: no persisted snapshot; a LIST of everything.
+	StartListed StartWay = "listed"
+	// StartRefused: a snapshot there was could not be loaded (Start.Refused says why); a LIST.
+	StartRefused StartWay = "refused"
+	// StartProbing: the snapshot waits for the probe, the consistent read it is measured
+	// against.
+	StartProbing StartWay = "probing"
+	// StartSnapshotAhead: the snapshot was ahead of the server (or its RV not comparable),
+	// dropped; a LIST.
+	StartSnapshotAhead StartWay = "snapshot-ahead"
+	// StartResuming: the snapshot is restored and the watch resumed from its RV; not synced
+	// until the watch reaches the probe's RV.
+	StartResuming StartWay = "resuming"
+	// StartResumed: the restored store caught up through the watch: no LIST of everything.
+	StartResumed StartWay = "resumed"
+	// StartRelisted: the restored store was relisted (its RV had left the server's history,
+	// or the watch could not catch up); Start.Decoded of Start.Listed items were decoded.
+	StartRelisted StartWay = "relisted"
+)
+
+// Start is how a reflector's start went.
+type Start struct {
+	Way StartWay
+	// SnapshotRV and SnapshotItems describe the persisted snapshot loaded ("": none); Refused
+	// is why one could not be.
+	SnapshotRV    string
+	SnapshotItems int
+	Refused       string
+	// Restored counts the objects put into the store from the snapshot.
+	Restored int
+	// Listed and Decoded count the items of the relist that followed a restore, and those of
+	// them decoded: the rest the store held at the same resourceVersion.
+	Listed, Decoded int
+}
+
+func (s Start) String() string {
+	switch s.Way {
+	case StartRefused:
+		return "listed; snapshot refused: " + s.Refused
+	case StartProbing:
+		return fmt.Sprintf("probing the server for the snapshot at rv %s", s.SnapshotRV)
+	case StartSnapshotAhead:
+		return fmt.Sprintf("listed; the snapshot at rv %s is ahead of the server", s.SnapshotRV)
+	case StartResuming:
+		return fmt.Sprintf("restored %d objects at rv %s, catching up", s.Restored, s.SnapshotRV)
+	case StartResumed:
+		return fmt.Sprintf("resumed at rv %s with %d objects restored, no LIST", s.SnapshotRV, s.Restored)
+	case StartRelisted:
+		return fmt.Sprintf("relisted: %d of %d items decoded (%d objects restored at rv %s)", s.Decoded, s.Listed, s.Restored, s.SnapshotRV)
+	}
+	return string(s.Way)
 }
 
 // ListFailing says since when and why a listing has not been able to complete.
@@ -133,6 +195,9 @@ func (c *counter) observe(t driver.Transition) {
 	}
 	if t.Event.Kind == fsm.EvWatchEvent && t.Cause == fsm.CauseWatchEvent {
 		st.WatchEvents++
+		if st.Start.Way == StartResuming && t.Snapshot.Synced {
+			st.Start.Way = StartResumed // the watch caught up with the probe
+		}
 		if c.metrics != nil {
 			c.metrics.WatchEvent(t.Event.Type)
 		}
@@ -141,6 +206,7 @@ func (c *counter) observe(t driver.Transition) {
 	if t.Cause == fsm.NoCause {
 		return
 	}
+	c.noteStart(t)
 	// What counts as a retry or a LIST avoided is what the cause's rule declares.
 	facts := transitions.Table.Facts(t.Cause)
 	if facts.Retry {
@@ -218,6 +284,57 @@ func (c *counter) snapshot() Stats {
 		out.Objects = c.sizer.Len()
 	}
 	return out
+}
+
+// noteStart follows how the start went: what the start event said of a snapshot, the probe's
+// verdict, the restore, and how the restored store got synced — through the watch, or by a
+// relist whose items it counts (docs/semantics.md, "Persisted cache").
+func (c *counter) noteStart(t driver.Transition) {
+	st := &c.st.Start
+	if t.Event.Kind == fsm.EvStart {
+		*st = Start{Way: StartListed, SnapshotRV: t.Event.ResourceVersion, SnapshotItems: t.Event.ItemCount, Refused: t.Event.Refused}
+		switch {
+		case st.Refused != "":
+			st.Way = StartRefused
+		case st.SnapshotRV != "":
+			st.Way = StartProbing
+		}
+	}
+	if st.Way != StartProbing && st.Way != StartResuming {
+		return
+	}
+	for _, cmd := range t.Commands {
+		switch cmd.Kind {
+		case fsm.CmdDropSnapshot:
+			st.Way = StartSnapshotAhead
+		case fsm.CmdRestore:
+			st.Way, st.Restored = StartResuming, cmd.ItemCount
+		case fsm.CmdStage:
+			if cmd.Key != "" && len(cmd.Items) == 0 {
+				st.Listed++
+				if cmd.Object != nil {
+					st.Decoded++
+				}
+			} else {
+				n := max(cmd.ItemCount, len(cmd.Items))
+				st.Listed += n
+				st.Decoded += len(cmd.Items)
+			}
+		case fsm.CmdDiscardStaged:
+			if cmd.ItemCount == 0 {
+				st.Listed, st.Decoded = 0, 0 // the relist starts over
+			} else { // a page that broke off, asked again
+				st.Listed = max(st.Listed-cmd.ItemCount, 0)
+				st.Decoded = min(st.Decoded, st.Listed)
+			}
+		}
+	}
+	if st.Way == StartResuming && t.Snapshot.Synced {
+		st.Way = StartResumed
+		if t.Cause == fsm.CauseListComplete || t.Cause == fsm.CauseInitialEventsEnd {
+			st.Way = StartRelisted
+		}
+	}
 }
 
 // noteListing keeps ListFailing: a failure answering a listing (a LIST request, or a watch-list
