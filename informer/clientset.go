@@ -31,9 +31,13 @@ func DefaultIndexers() cache.Indexers {
 
 // ClientsetConfig is the configuration of rewatch's HTTP transport for example's resource, taken
 // from the clientset's REST client for its group version: the same HTTP client (so its TLS,
-// authentication and rest.Config wrappers), the same server URL (with any path prefix), and
-// a typed decoder for client-go's scheme, which asks for protobuf first as client-go's
-// generated clients do for built-in types. namespace limits a namespaced resource to one
+// authentication and rest.Config wrappers, and the User-Agent its rest.Config gave it), the
+// same server URL (with any path prefix), the REST client's rate limiter (rest.Config's QPS
+// and Burst, or RateLimiter: the informer's LISTs share the clientset's budget), its
+// rest.Config's Timeout for each LIST, its warning handler, and a typed decoder for client-go's
+// scheme asking for what the REST client asks for: protobuf first, as client-go's generated
+// clients do for built-in types, unless the rest.Config set a ContentType or
+// AcceptContentTypes (JSON for "application/json"). namespace limits a namespaced resource to one
 // namespace and is ignored for a cluster-scoped one, as client-go's typed informers do. tweak,
 // when set, is applied once to empty ListOptions and its label and field selectors kept; the
 // rest of ListOptions (resourceVersion, limit, timeouts) is the reflector's.
@@ -54,8 +58,8 @@ func ClientsetConfig(client kubernetes.Interface, example runtime.Object, namesp
 	if rc.Client != nil {
 		hc = rc.Client
 	}
-	// A client-side timeout (rest.Config.Timeout) would cut every watch stream: the reflector
-	// times its own watches (docs/semantics.md).
+	// The client's Timeout (rest.Config.Timeout) would cut every watch stream: it bounds each
+	// LIST instead, and the reflector times its own watches (docs/semantics.md, "Requests").
 	c := *hc
 	c.Timeout = 0
 	res := httpapi.Resource{Group: r.gvr.Group, Version: r.gvr.Version, Resource: r.gvr.Resource}
@@ -67,7 +71,21 @@ func ClientsetConfig(client kubernetes.Interface, example runtime.Object, namesp
 		tweak(&o)
 		res.LabelSelector, res.FieldSelector = o.LabelSelector, o.FieldSelector
 	}
-	return httpapi.Config{Client: &c, Server: server, Resource: res, Decoder: httpapi.Typed(scheme.Scheme)}, nil
+	content, defaulted, err := restClientContent(rc)
+	if err != nil {
+		return httpapi.Config{}, err
+	}
+	warnings, err := restClientWarnings(rc)
+	if err != nil {
+		return httpapi.Config{}, err
+	}
+	conn := httpapi.Config{Client: &c, Server: server, Resource: res, Decoder: httpapi.Typed(scheme.Scheme),
+		ClientUserAgent: true, RequestTimeout: hc.Timeout, WarningHandler: warningsTo(warnings)}
+	conn.Format = formatForAccept(acceptOf(content, defaulted), conn.Decoder)
+	if rl := rc.GetRateLimiter(); rl != nil {
+		conn.RateLimiter = rl
+	}
+	return conn, nil
 }
 
 // serverOf is the server URL of rc: its URL for the group version without the versioned API

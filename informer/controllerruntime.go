@@ -42,9 +42,14 @@ type NewInformerFn = func(cache.ListerWatcher, runtime.Object, time.Duration, ca
 // the URL it would have requested (path and selectors) becomes the informer's resource. So the
 // informer lists and watches exactly what controller-runtime's own would.
 //
-// Typed objects are decoded with scheme (nil: client-go's), protobuf first where the server
-// has it, unstructured ones as JSON or CBOR, and metadata-only ones as PartialObjectMetadata
-// given the kind of the example object, as controller-runtime's ListerWatcher gives it them.
+// Each informer's requests ask for the media types controller-runtime's ListerWatcher asks for
+// (protobuf first for a built-in type, unless cfg's ContentType says otherwise), carry its
+// User-Agent, wait on cfg's rate limiter (cfg.RateLimiter, else one of cfg's QPS and Burst for
+// the informer), time a LIST out after cfg.Timeout and hand response warnings to cfg's warning
+// handler, as a REST client made from cfg does (docs/semantics.md, "Requests"). Typed objects
+// are decoded with scheme (nil: client-go's), unstructured ones as JSON or CBOR, and
+// metadata-only ones as PartialObjectMetadata given the kind of the example object, as
+// controller-runtime's ListerWatcher gives it them.
 // Where the HTTP path cannot stand in — a type scheme does not know, a metadata-only example
 // without its kind, or a manager given an HTTPClient of its own so that the config's transport
 // never sees the probe —
@@ -71,17 +76,17 @@ func ForRESTConfig(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*res
 	}
 	managerCfg := rest.CopyConfig(cfg)
 	managerCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return probeTransport{rt} })
-	b := &crBuilder{opts: opts, scheme: scheme, client: client, server: strings.TrimSuffix(base.String(), "/"), userAgent: cfg.UserAgent}
+	b := &crBuilder{opts: opts, scheme: scheme, client: client, server: strings.TrimSuffix(base.String(), "/"), cfg: rest.CopyConfig(cfg)}
 	return managerCfg, b.newInformer, nil
 }
 
 // crBuilder builds controller-runtime's informers over the HTTP transport.
 type crBuilder struct {
-	opts      Options
-	scheme    *runtime.Scheme
-	client    *http.Client
-	server    string
-	userAgent string
+	opts   Options
+	scheme *runtime.Scheme
+	client *http.Client
+	server string
+	cfg    *rest.Config // the caller's, for what a REST client made from it does to requests
 }
 
 func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
@@ -112,15 +117,25 @@ func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, 
 		typed = true
 		decoder = httpapi.Typed(b.scheme)
 	}
-	u, err := probeRequest(lw)
+	probe, err := probeRequest(lw)
 	if err != nil {
 		return fallback(err.Error())
 	}
-	res, err := resourceOf(b.server, u)
+	res, err := resourceOf(b.server, probe.url)
 	if err != nil {
 		return fallback(err.Error())
 	}
-	t, err := httpapi.New(httpapi.Config{Client: b.client, Server: b.server, Resource: res, Decoder: decoder, Format: b.opts.Format, UserAgent: b.userAgent})
+	// The requests say what the ListerWatcher's would (media types, User-Agent) and wait on
+	// the rate limiter a REST client made from the caller's rest.Config would wait on: its
+	// RateLimiter, shared, or one of its QPS and Burst for this informer, as
+	// controller-runtime makes a REST client per type (docs/semantics.md, "Requests").
+	conn := httpapi.Config{Client: b.client, Server: b.server, Resource: res, Decoder: decoder, Format: b.opts.Format,
+		UserAgent: probe.userAgent, ClientUserAgent: probe.userAgent == "",
+		RateLimiter: rateLimiterFor(b.cfg), RequestTimeout: b.cfg.Timeout, WarningHandler: warningHandlerFor(b.cfg)}
+	if conn.Format == httpapi.FormatAuto {
+		conn.Format = formatForAccept(probe.accept, decoder)
+	}
+	t, err := httpapi.New(conn)
 	if err != nil {
 		return fallback(err.Error())
 	}
@@ -152,8 +167,9 @@ func (b *crBuilder) logger() *slog.Logger {
 type probeKey struct{}
 
 type probed struct {
-	mu  sync.Mutex
-	url *url.URL
+	mu                sync.Mutex
+	url               *url.URL
+	accept, userAgent string
 }
 
 // errProbed ends a probe request in the transport, before it is sent.
@@ -167,7 +183,7 @@ func (p probeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if pr, ok := r.Context().Value(probeKey{}).(*probed); ok {
 		u := *r.URL
 		pr.mu.Lock()
-		pr.url = &u
+		pr.url, pr.accept, pr.userAgent = &u, r.Header.Get("Accept"), r.Header.Get("User-Agent")
 		pr.mu.Unlock()
 		return nil, errProbed
 	}
@@ -178,8 +194,8 @@ func (p probeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (p probeTransport) WrappedRoundTripper() http.RoundTripper { return p.rt }
 
 // probeRequest asks lw for one LIST, which the config's probeTransport takes back, and
-// returns the URL it would have requested.
-func probeRequest(lw cache.ListerWatcher) (*url.URL, error) {
+// returns the URL it would have requested, with its Accept and User-Agent headers.
+func probeRequest(lw cache.ListerWatcher) (*probed, error) {
 	pr := &probed{}
 	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), probeKey{}, pr), 30*time.Second)
 	defer cancel()
@@ -191,7 +207,7 @@ func probeRequest(lw cache.ListerWatcher) (*url.URL, error) {
 	if pr.url == nil {
 		return nil, errors.New("the ListerWatcher's requests do not go through the rest.Config ForRESTConfig returned")
 	}
-	return pr.url, nil
+	return &probed{url: pr.url, accept: pr.accept, userAgent: pr.userAgent}, nil
 }
 
 // resourceOf reads the resource, namespace and selectors of a collection's URL under server:

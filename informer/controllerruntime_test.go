@@ -103,8 +103,9 @@ func TestForRESTConfigReadsWhatTheListerWatcherWouldRequest(t *testing.T) {
 	sent := log.get()
 	require.NotEmpty(t, sent)
 	for _, line := range sent {
-		ua, uri, _ := strings.Cut(line, " ")
-		require.Equal(t, "rewatch", ua, uri)
+		i := strings.LastIndex(line, " ")
+		ua, uri := line[:i], line[i+1:]
+		require.Equal(t, rest.DefaultKubernetesUserAgent(), ua, "the ListerWatcher's User-Agent: %s", uri)
 		u, err := url.Parse(uri)
 		require.NoError(t, err)
 		require.Equal(t, "/api/v1/namespaces/default/configmaps", u.Path)
@@ -165,6 +166,6 @@ func TestForRESTConfigMetadataOnly(t *testing.T) {
 		require.Equal(t, corev1.SchemeGroupVersion.WithKind("ConfigMap"), obj.(*metav1.PartialObjectMetadata).GroupVersionKind(), key)
 	}
 	for _, line := range log.get() {
-		require.True(t, strings.HasPrefix(line, "rewatch "), line)
+		require.True(t, strings.HasPrefix(line, rest.DefaultKubernetesUserAgent()+" "), "the ListerWatcher's User-Agent: %s", line)
 	}
 }

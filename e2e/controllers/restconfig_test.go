@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -64,8 +65,9 @@ func (w *wireLog) requests(resource string) []sentRequest {
 }
 
 // informer.ForRESTConfig in a controller-runtime manager: every informer reads over rewatch's
-// HTTP transport (its requests carry rewatch's User-Agent, and the LIST controller-runtime's
-// ListerWatcher was asked for as a probe never reaches the server), and what controller-runtime
+// HTTP transport (each answers what its transport negotiated, protobuf as controller-runtime asks
+// for built-in types; its requests carry controller-runtime's User-Agent; and the LIST
+// controller-runtime's ListerWatcher was asked for as a probe never reaches the server), and what controller-runtime
 // asks of its ListerWatchers holds: DefaultNamespaces (two namespaces, one informer each), a
 // ByObject label selector on ConfigMaps and a ByObject field selector on Secrets, on the
 // initial state and on the watch after it. Nothing outside them is ever requested or cached.
@@ -85,9 +87,19 @@ func TestForRESTConfigHonoursNamespacesAndSelectors(t *testing.T) {
 	base := &rest.Config{Host: b.URL(), Transport: wire, QPS: 500, Burst: 1000}
 	cfg, newInformer, err := informer.ForRESTConfig(base, nil, informer.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
+	var (
+		mu    sync.Mutex
+		built []toolscache.SharedIndexInformer
+	)
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
 		Cache: crcache.Options{
-			NewInformer:       newInformer,
+			NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+				inf := newInformer(lw, obj, resync, idx)
+				mu.Lock()
+				built = append(built, inf)
+				mu.Unlock()
+				return inf
+			},
 			DefaultNamespaces: map[string]crcache.Config{ns1: {}, ns2: {}},
 			ByObject: map[client.Object]crcache.ByObject{
 				&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{"app": "yes"})},
@@ -132,7 +144,7 @@ func TestForRESTConfigHonoursNamespacesAndSelectors(t *testing.T) {
 		require.NotEmpty(t, sent)
 		namespaces := map[string]bool{}
 		for _, s := range sent {
-			require.Equal(t, "rewatch", s.userAgent, "%s: only rewatch's transport reads %s", s.url, resource)
+			require.Equal(t, rest.DefaultKubernetesUserAgent(), s.userAgent, "%s: controller-runtime's User-Agent", s.url)
 			for k := range want {
 				require.Equal(t, want.Get(k), s.url.Query().Get(k), s.url.String())
 			}
@@ -141,6 +153,13 @@ func TestForRESTConfigHonoursNamespacesAndSelectors(t *testing.T) {
 			namespaces[ns] = true
 		}
 		require.Equal(t, map[string]bool{ns1: true, ns2: true}, namespaces, resource)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, built, 4, "one informer per type and namespace")
+	for _, inf := range built {
+		require.IsType(t, &informer.Informer{}, inf)
+		require.Equal(t, "protobuf", inf.(*informer.Informer).Stats().AnsweredFormat, "only rewatch's HTTP transport reads")
 	}
 }
 

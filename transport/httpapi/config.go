@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/rewatch/rewatch/clockx"
 )
@@ -34,10 +36,40 @@ type Config struct {
 	// MaxListBytes bounds one LIST response body. Default 2 GiB. A body past it fails as
 	// fsm.TooLarge, and the machine pages from then on.
 	MaxListBytes int64
-	// UserAgent is sent with every request. Default "rewatch".
+	// UserAgent is sent with every request. Default "rewatch", unless ClientUserAgent.
 	UserAgent string
+	// ClientUserAgent leaves the User-Agent header to Client: client-go's HTTP client from a
+	// rest.Config sets its UserAgent on every request that has none (a clientset's defaults to
+	// client-go's DefaultKubernetesUserAgent), so requests say what the clientset's say.
+	ClientUserAgent bool
+	// RateLimiter, when set, is waited on before each LIST request is sent, as client-go's REST
+	// client waits on its rate limiter (rest.Config's QPS and Burst, or its RateLimiter) before
+	// every request but a watch; watches are not limited, as client-go's are not. Sharing one
+	// limiter shares one budget. client-go's flowcontrol.RateLimiter is one.
+	RateLimiter RateLimiter
+	// RequestTimeout, when positive, bounds each LIST request from the moment it is sent to the
+	// end of its body, as rest.Config.Timeout bounds client-go's requests; a LIST past it fails
+	// as a timeout. Watches are not bounded by it: they have their own timeoutSeconds and
+	// silence bounds (docs/semantics.md, "Requests").
+	RequestTimeout time.Duration
+	// WarningHandler, when set, is given each Warning header of every response (code, agent and
+	// text, as apimachinery parses them), as client-go's REST client gives them to its
+	// rest.WarningHandlerWithContext, which is one.
+	WarningHandler WarningHandler
 	// Clock turns a Retry-After HTTP-date into a wait. Default: the wall clock.
 	Clock clockx.Clock
+}
+
+// RateLimiter is what a LIST request waits on before it is sent (client-go's
+// flowcontrol.RateLimiter is one).
+type RateLimiter interface {
+	Wait(ctx context.Context) error
+}
+
+// WarningHandler is given each Warning header of a response (client-go's
+// rest.WarningHandlerWithContext is one).
+type WarningHandler interface {
+	HandleWarningHeaderWithContext(ctx context.Context, code int, agent string, text string)
 }
 
 // Defaults for Config.
@@ -66,10 +98,13 @@ func (c Config) Validate() error {
 	if err := c.Format.validate(c.effectiveDecoder()); err != nil {
 		errs = append(errs, err)
 	}
+	if c.ClientUserAgent && c.UserAgent != "" {
+		errs = append(errs, fmt.Errorf("UserAgent %q and ClientUserAgent both set", c.UserAgent))
+	}
 	for _, f := range []struct {
 		name string
 		n    int64
-	}{{"MaxFrameBytes", c.MaxFrameBytes}, {"MaxListBytes", c.MaxListBytes}} {
+	}{{"MaxFrameBytes", c.MaxFrameBytes}, {"MaxListBytes", c.MaxListBytes}, {"RequestTimeout", int64(c.RequestTimeout)}} {
 		if f.n < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %d", f.name, f.n))
 		}
@@ -105,7 +140,7 @@ func (c Config) withDefaults() Config {
 	if c.MaxListBytes == 0 {
 		c.MaxListBytes = DefaultMaxListBytes
 	}
-	if c.UserAgent == "" {
+	if c.UserAgent == "" && !c.ClientUserAgent {
 		c.UserAgent = DefaultUserAgent
 	}
 	if c.Clock == nil {

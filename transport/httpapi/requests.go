@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/transport"
@@ -23,8 +24,17 @@ func (t *Transport) get(ctx context.Context, c *fsm.Command) (*http.Response, er
 		return nil, err
 	}
 	req.Header.Set("Accept", t.accept(c))
-	req.Header.Set("User-Agent", t.cfg.UserAgent)
-	return t.cfg.Client.Do(req)
+	if t.cfg.UserAgent != "" {
+		req.Header.Set("User-Agent", t.cfg.UserAgent)
+	}
+	resp, err := t.cfg.Client.Do(req)
+	if err == nil && t.cfg.WarningHandler != nil {
+		warnings, _ := utilnet.ParseWarningHeaders(resp.Header.Values("Warning"))
+		for _, w := range warnings {
+			t.cfg.WarningHandler.HandleWarningHeaderWithContext(ctx, w.Code, w.Agent, w.Text)
+		}
+	}
+	return resp, err
 }
 
 // accept is the Accept header of the request for c. A metadata-only request asks for
@@ -81,6 +91,18 @@ var errEmitRefused = errors.New("the driver took no more events")
 func (t *Transport) list(ctx context.Context, c *fsm.Command, held func(namespace, name string) (string, bool), item func(obj any, key, rv string) error) fsm.Event {
 	failed := func(f *fsm.Failure) fsm.Event {
 		return fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: f}
+	}
+	// The rate limiter is waited on before the request's timeout starts, as client-go's REST
+	// client does: a request held back by its own client does not time out for it.
+	if rl := t.cfg.RateLimiter; rl != nil {
+		if err := rl.Wait(ctx); err != nil {
+			return failed(transport.Failure(err))
+		}
+	}
+	if d := t.cfg.RequestTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
 	}
 	resp, err := t.get(ctx, c)
 	if err != nil {
