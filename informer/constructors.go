@@ -28,6 +28,14 @@ func NewSharedIndexInformer(lw cache.ListerWatcher, example runtime.Object, resy
 	return WithOptions(Options{})(lw, example, resync, indexers)
 }
 
+// NewSharedIndexInformerWithOptions is client-go's cache.NewSharedIndexInformerWithOptions with
+// rewatch's informer, as NewSharedIndexInformer: options' Identifier and
+// InformerMetricsProvider name it for client-go's informer metrics (Options.Identifier), and
+// its ObjectDescription names it in logs.
+func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, example runtime.Object, options cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
+	return WithOptions(Options{Name: options.ObjectDescription, Identifier: options.Identifier, InformerMetricsProvider: options.InformerMetricsProvider})(lw, example, options.ResyncPeriod, options.Indexers)
+}
+
 // WithOptions is NewSharedIndexInformer with opts; resync and indexers passed to the returned
 // function override opts'.
 func WithOptions(opts Options) func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,6 +54,19 @@ type Options struct {
 	// (ForRESTConfig). Default httpapi.FormatAuto:
 	// protobuf for built-in types, JSON when the server answers so.
 	Format httpapi.Format
+
+	// Identifier and InformerMetricsProvider are client-go's SharedIndexInformerOptions'
+	// (informer/factory sets Identifier from the factory's informers.WithInformerName, as
+	// client-go's typed informers do): with an identifier its InformerName reserved
+	// (InformerName.WithResource), the informer reports client-go's informer metrics for it
+	// through the provider, by default the one set with cache.SetInformerMetricsProvider — the
+	// store's resourceVersion (client-go's indexer keeps it, from every object put, every list
+	// and every bookmark) and the processing latency (how long each change takes to reach the
+	// indexer and the handlers' queue, what client-go's FIFO times for each change it pops).
+	// There is no queued-items gauge: rewatch's reflector applies each change as it reads it,
+	// with no FIFO between them (docs/semantics.md, "Visibility").
+	Identifier              cache.InformerNameAndResource
+	InformerMetricsProvider cache.InformerMetricsProvider
 
 	// Metrics receives the reflector's counters and durations, as the façade's Config.Metrics
 	// (see the metrics package for Prometheus); Objects is not reported, Stats().Objects is.
@@ -104,6 +119,10 @@ type Informer struct {
 	lastRV string
 
 	stats *rewatch.StatsObserver
+	// metered is whether client-go's informer metrics are reported (Options.Identifier);
+	// processing times each change the store path applies.
+	metered    bool
+	processing cache.HistogramMetric
 
 	// panicsOutOfRun makes a handler's panic come out of Run (NewInformerWithOptions); crash
 	// is the first such panic, and cancelRun stops the informer for it.
@@ -135,9 +154,10 @@ func New(transport driver.Transport, example runtime.Object, opts Options) *Info
 	for k, v := range opts.Indexers {
 		indexers[k] = v
 	}
+	indexer := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexers, cache.WithStoreMetrics(opts.Identifier, opts.InformerMetricsProvider))
 	inf := &Informer{
 		name: name, opts: opts, transport: transport, transform: opts.Transform,
-		indexer:     cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexers),
+		indexer:     indexer,
 		placeholder: cache.NewNamedReflector(name, &cache.ListWatch{}, example, cache.NewStore(cache.MetaNamespaceKeyFunc), 0),
 		processor:   newProcessor(), syncedCh: make(chan struct{}), resyncWake: make(chan struct{}, 1),
 		stats: rewatch.NewStatsObserver(opts.Metrics, nil, transport),
@@ -145,7 +165,49 @@ func New(transport driver.Transport, example runtime.Object, opts Options) *Info
 	if transport == nil {
 		inf.constructErr = errors.New("informer: no transport")
 	}
+	if opts.Identifier.Reserved() {
+		inf.metered = true
+		if p := metricsProviderOf(indexer, opts.InformerMetricsProvider); p != nil {
+			inf.processing = p.NewProcessingLatencyMetric(opts.Identifier)
+		}
+	}
 	return inf
+}
+
+// metricsProviderOf is p, else the provider client-go's indexer resolved for a nil one: the
+// process-wide provider of cache.SetInformerMetricsProvider, which client-go does not export
+// otherwise. The indexer keeps it in an unexported field, read by reflection and checked by
+// name and type; nil when this client-go keeps it elsewhere (informer_test fails then).
+func metricsProviderOf(indexer cache.Indexer, p cache.InformerMetricsProvider) cache.InformerMetricsProvider {
+	if p != nil {
+		return p
+	}
+	v := reflect.ValueOf(indexer)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.Elem().FieldByName("metrics")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[cache.InformerMetricsProvider]() {
+		return nil
+	}
+	got, _ := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(cache.InformerMetricsProvider)
+	return got
+}
+
+// processingStart begins timing one change of the store path for client-go's processing
+// latency, which processed ends: defer i.processed(i.processingStart()). Without metrics it
+// costs a nil check.
+func (i *Informer) processingStart() time.Time {
+	if i.processing == nil {
+		return time.Time{}
+	}
+	return i.opts.Clock.Now()
+}
+
+func (i *Informer) processed(start time.Time) {
+	if i.processing != nil {
+		i.processing.Observe(i.opts.Clock.Now().Sub(start).Seconds())
+	}
 }
 
 // Failed returns an informer whose Run logs err and returns at once, for constructors whose

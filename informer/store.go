@@ -39,6 +39,7 @@ func (s *store) Add(obj any) error    { return s.put(obj) }
 func (s *store) Update(obj any) error { return s.put(obj) }
 
 func (s *store) put(obj any) error {
+	defer s.informer().processed(s.informer().processingStart())
 	obj, err := s.transformed(obj)
 	if err != nil {
 		return err
@@ -61,6 +62,7 @@ func (s *store) put(obj any) error {
 }
 
 func (s *store) Delete(obj any) error {
+	defer s.informer().processed(s.informer().processingStart())
 	obj, err := s.transformed(obj)
 	if err != nil {
 		return err
@@ -83,6 +85,7 @@ func (s *store) Delete(obj any) error {
 // An object whose resourceVersion did not change is no update (docs/semantics.md, "Relists"):
 // handlers with a resync period get it at their period, from the resync loop, as always.
 func (s *store) Replace(items []any, resourceVersion string) error {
+	defer s.informer().processed(s.informer().processingStart())
 	objs := make([]any, len(items))
 	for n, item := range items {
 		obj, err := s.transformed(item)
@@ -163,6 +166,7 @@ type replacement struct {
 // resourceVersion did not change nothing at all: the indexer keeps the copy it holds, so the
 // decoded duplicate is garbage at once.
 func (r *replacement) Put(item any) error {
+	defer r.s.informer().processed(r.s.informer().processingStart())
 	obj, err := r.s.transformed(item)
 	if err != nil {
 		return err
@@ -196,6 +200,7 @@ func (r *replacement) Put(item any) error {
 // is told (docs/semantics.md, "Relists").
 func (r *replacement) Keep(key string) error {
 	s := r.s
+	defer s.informer().processed(s.informer().processingStart())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, exists, err := s.indexer.GetByKey(key); err != nil || !exists {
@@ -234,11 +239,15 @@ func (s *store) HeldVersions() driver.HeldVersion {
 
 // Finish deletes what the state did not contain — a delete of cache.DeletedFinalStateUnknown
 // for each — and marks the informer synced once its first full state is complete.
-func (r *replacement) Finish(string) error {
+func (r *replacement) Finish(resourceVersion string) error {
 	s := r.s
+	defer s.informer().processed(s.informer().processingStart())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	inf := s.informer()
+	if inf.metered && resourceVersion != "" {
+		defer s.indexer.Bookmark(resourceVersion) // the list's, for client-go's store resourceVersion metric
+	}
 	for _, key := range s.indexer.ListKeys() {
 		if _, ok := r.seen[key]; ok {
 			continue
@@ -269,3 +278,12 @@ func (r *replacement) Drop(key string) error {
 
 // Abandon leaves every object put where it is; the next full state completes the job.
 func (r *replacement) Abandon() { r.seen = nil }
+
+// UpdateResourceVersion is the reflector's progress after each watch event and bookmark
+// (driver.ResourceVersionUpdater): with client-go's informer metrics on, the indexer takes it
+// as a bookmark, so that its resourceVersion gauge moves as client-go's informer's does.
+func (s *store) UpdateResourceVersion(resourceVersion string) {
+	if s.informer().metered && resourceVersion != "" {
+		s.indexer.Bookmark(resourceVersion)
+	}
+}

@@ -212,11 +212,14 @@ func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.New
 	}
 	var inf cache.SharedIndexInformer
 	if _, _, err := scheme.Scheme.ObjectKinds(obj); err == nil {
-		_, cerr := informer.ClientsetConfig(f.client, obj, f.namespace, f.tweak)
+		conn, cerr := informer.ClientsetConfig(f.client, obj, f.namespace, f.tweak)
 		if !errors.Is(cerr, informer.ErrNoRESTClient) {
 			// Any other error is the informer's to report when it runs.
 			opts := f.opts
 			opts.Name, opts.Transform = "", f.transform
+			// The factory's WithInformerName names the informer for client-go's informer
+			// metrics, with its resource, as client-go's typed informers take it.
+			opts.Identifier = f.informerName.WithResource(schema.GroupVersionResource{Group: conn.Resource.Group, Version: conn.Resource.Version, Resource: conn.Resource.Resource})
 			inf = informer.ForClientset(f.client, obj, f.namespace, f.tweak, resync, opts)
 		}
 	}
