@@ -71,6 +71,16 @@ func (f *front) sent() []sent {
 	return append([]sent(nil), f.reqs...)
 }
 
+func (f *front) watches() int {
+	n := 0
+	for _, r := range f.sent() {
+		if r.watch {
+			n++
+		}
+	}
+	return n
+}
+
 func (f *front) lists() int {
 	n := 0
 	for _, r := range f.sent() {
@@ -116,6 +126,7 @@ func syncedThrough(t *testing.T, w way, f *front, cfg rest.Config) (cache.Shared
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	require.True(t, cache.WaitForCacheSync(ctx.Done(), inf.HasSynced), "the informer did not sync")
+	require.Eventually(t, func() bool { return f.watches() > 0 }, 30*time.Second, time.Millisecond, "no watch after the sync")
 	return inf, s
 }
 
@@ -221,13 +232,7 @@ func TestRequestsHonourTheRESTConfigsTimeout(t *testing.T) {
 			_, err := s.Create(sim.ConfigMaps, "default", "late", nil)
 			require.NoError(t, err)
 			require.Eventually(t, func() bool { _, ok, _ := inf.GetStore().GetByKey("default/late"); return ok }, 30*time.Second, time.Millisecond)
-			watches := 0
-			for _, r := range f.sent() {
-				if r.watch {
-					watches++
-				}
-			}
-			require.Equal(t, 1, watches, "the watch was not cut by the Timeout")
+			require.Equal(t, 1, f.watches(), "the watch was not cut by the Timeout")
 			require.Equal(t, lists, f.lists())
 		})
 	}
@@ -261,8 +266,9 @@ func TestResponseWarningsGoToTheRESTConfigsHandler(t *testing.T) {
 			got := &warnings{}
 			f := &front{warning: "v1 ConfigMap is going away"}
 			syncedThrough(t, w, f, rest.Config{WarningHandlerWithContext: got})
-			require.Eventually(t, func() bool { return len(got.get()) >= len(f.sent()) }, 30*time.Second, time.Millisecond)
-			require.Len(t, got.get(), len(f.sent()), "one warning per response")
+			// The watch's warning is handed over once its response headers are in.
+			require.Eventually(t, func() bool { return len(got.get()) == len(f.sent()) }, 30*time.Second, time.Millisecond,
+				"one warning per response: %d warnings, %d responses", len(got.get()), len(f.sent()))
 			for _, text := range got.get() {
 				require.Equal(t, "v1 ConfigMap is going away", text)
 			}
