@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewatch/rewatch"
+	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/fsm"
+	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/persist"
+)
+
+// docs/semantics.md "Persisted cache", "A quiet resource": a reflector restarted from its
+// persisted store while other resources were written — the probe's consistent read is past
+// every event of its own — catches up on the bookmark kube-apiserver sends 2 s before the
+// catch-up watch's 5 s deadline: synced through the watch, with one LIST (the probe's one
+// item) and no relist, where the watch's first periodic bookmark would come after one or two
+// minutes.
+func TestQuietResumeCatchesUpOnTheDeadlineBookmark(t *testing.T) {
+	b := sharedReal(t)
+	e := newEnv(t, b, configMaps, 5)
+	dir := filepath.Join(t.TempDir(), "cache")
+	persisted := func(c *rewatch.Config) { c.Persist = persist.Dir(dir) }
+	e.start(persisted)
+	e.converged()
+	require.True(t, waitFor(30*time.Second, e.r.HasSynced))
+	e.stop()
+
+	// Another resource moves etcd's revision; the watched one stays quiet.
+	require.NoError(t, b.EnsureNamespace(context.Background(), e.ns+"-other"))
+
+	e.store = driver.NewMemStore()
+	e.mu.Lock()
+	e.trans = nil
+	e.mu.Unlock()
+	before := len(e.requests(faultproxy.List))
+	began := time.Now()
+	e.start(persisted)
+	require.True(t, waitFor(30*time.Second, e.r.HasSynced), "never synced:\n%s", e.describe())
+	took := time.Since(began)
+	e.converged()
+	st := e.r.Stats()
+	t.Logf("restart from the snapshot to HasSynced: %v (%s)", took.Round(time.Millisecond), st.Start)
+	assert.Equal(t, rewatch.StartResumed, st.Start.Way, "%s\n%s", st.Start, e.describe())
+	lists := e.requests(faultproxy.List)[before:]
+	if assert.Len(t, lists, 1, "the probe only") {
+		assert.Equal(t, "1", lists[0].Query.Get("limit"))
+	}
+	e.mu.Lock()
+	for _, tr := range e.trans {
+		assert.NotEqual(t, fsm.CauseCatchUpMissed, tr.Cause, "the catch-up watch ended without its bookmark")
+	}
+	e.mu.Unlock()
+}
