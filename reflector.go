@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/journal"
@@ -69,16 +70,11 @@ func New(cfg Config) (*Reflector, error) {
 	return r, nil
 }
 
-// persistenceOf is the driver's Persistence for cfg.Persist: the snapshot of what the
-// transport watches (its identity), in its decoder's codec (docs/semantics.md, "Persisted
+// persistenceOf is the driver's Persistence for cfg.Persist (docs/semantics.md, "Persisted
 // cache").
 func persistenceOf(cfg Config, transport *httpapi.Transport) (*driver.Persistence, error) {
 	if _, ok := cfg.Store.(driver.Lister); !ok {
 		return nil, fmt.Errorf("Persist: the Store (%T) has no List() []any to take its objects from", cfg.Store)
-	}
-	codec, err := transport.SnapshotCodec()
-	if err != nil {
-		return nil, fmt.Errorf("Persist: %w", err)
 	}
 	period := cfg.PersistPeriod
 	switch {
@@ -87,7 +83,25 @@ func persistenceOf(cfg Config, transport *httpapi.Transport) (*driver.Persistenc
 	case period < 0:
 		period = 0 // only at stop
 	}
-	st, id, clock := cfg.Persist, transport.SnapshotIdentity(), cfg.Clock
+	p, err := NewPersistence(cfg.Persist, transport, period, cfg.Clock)
+	if err != nil {
+		return nil, fmt.Errorf("Persist: %w", err)
+	}
+	return p, nil
+}
+
+// NewPersistence is a driver.Persistence that keeps the snapshot of what transport watches (its
+// SnapshotIdentity) in st, in its decoder's codec (SnapshotCodec), saved every period (0: only
+// at stop) with the time of clock (nil: the wall clock): what New builds for Config.Persist,
+// for a reflector the façade does not run (package informer's). A snapshot that is not there
+// is no error; one persist.Load refuses is the driver's to log (docs/semantics.md, "Persisted
+// cache"). It fails when the transport's decoder has no snapshot codec.
+func NewPersistence(st persist.Store, transport *httpapi.Transport, period time.Duration, clock clockx.Clock) (*driver.Persistence, error) {
+	codec, err := transport.SnapshotCodec()
+	if err != nil {
+		return nil, err
+	}
+	id := transport.SnapshotIdentity()
 	return &driver.Persistence{
 		Period: period,
 		Load: func(ctx context.Context) (string, []any, error) {

@@ -174,6 +174,8 @@ func (d *driver) load(ctx context.Context) fsm.Event {
 	}
 	rv, items, err := p.Load(ctx)
 	switch {
+	case ctx.Err() != nil:
+		// Stopped before the start: the loop stops at once, and nothing was refused.
 	case err != nil:
 		e.Refused = err.Error()
 		d.cfg.Logger.Warn("persisted snapshot refused; listing instead", "resource", d.cfg.Transport.String(), "reason", e.Refused)

@@ -127,3 +127,24 @@ type nopTransport struct{}
 func (nopTransport) List(context.Context, fsm.Command, func(fsm.Event) bool)  {}
 func (nopTransport) Watch(context.Context, fsm.Command, func(fsm.Event) bool) {}
 func (nopTransport) String() string                                           { return "nop" }
+
+// A stop before the start is no refusal of the snapshot: the load that the stop cut short is
+// neither logged nor carried by the start.
+func TestALoadCutShortByTheStopRefusesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var start fsm.Event
+	err := driver.Run(ctx, driver.Config{Transport: nopTransport{},
+		Persistence: &driver.Persistence{Load: func(ctx context.Context) (string, []any, error) {
+			cancel()
+			return "", nil, ctx.Err()
+		}},
+		Observers: []driver.Observer{driver.ObserverFunc(func(tr driver.Transition) {
+			if tr.Event.Kind == fsm.EvStart {
+				start = tr.Event
+			}
+		})},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, fsm.EvStart, start.Kind)
+	assert.Empty(t, start.Refused)
+}
