@@ -191,6 +191,8 @@ func (d *driver) load(ctx context.Context) fsm.Event {
 func (d *driver) restore(c *fsm.Command) error {
 	items := d.loaded
 	d.loaded = nil
+	// The snapshot is what a save would write until the store moves past its RV.
+	d.savedRV = c.ResourceVersion
 	if d.incremental == nil {
 		if items == nil {
 			items = []any{}
