@@ -15,7 +15,8 @@ import (
 // each rule of transitions reads and writes its own group: List (the listing in progress),
 // Server (what the server has shown about itself), Watch (the stream and the streaks of ended
 // watches), Wait (the backoff), InternalErrors and RetryAfter (their streaks), Relists (when the
-// last relists began, for the rules about relists). A new rule adds
+// last relists began, for the rules about relists), Asked (when the caller was last asked),
+// Resume (a start from a persisted snapshot). A new rule adds
 // its fields to its concern's group, or a group of its own (docs/design.md, "How to add a
 // Snapshot field").
 type Snapshot struct {
