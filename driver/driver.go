@@ -346,7 +346,7 @@ func (d *driver) applyRead() {
 func (d *driver) handle(e fsm.Event) {
 	e.Now = d.cfg.Clock.Now()
 	m := d.m
-	from := d.s.State
+	from, wasSynced := d.s.State, d.s.Synced
 	cause := m.Classify(&d.s, &e)
 	if d.cfg.Checked {
 		// The checker hands the event on to the stateless machine, which sends it to the heap;
@@ -370,6 +370,11 @@ func (d *driver) handle(e fsm.Event) {
 		if err = d.exec(&d.out[i]); err != nil {
 			break
 		}
+	}
+	if err == nil && !wasSynced && d.s.Synced && cause != fsm.CauseListComplete && cause != fsm.CauseInitialEventsEnd {
+		// A restored snapshot synced without a full state of its own (its watch caught up,
+		// or it was as new as the probe): its resync period starts now.
+		d.armResync()
 	}
 	if err == nil && cause == fsm.CauseWatchEvent && d.rvUpdater != nil {
 		// After the event was applied, as client-go's reflector tells it (docs/semantics.md,
@@ -492,10 +497,10 @@ func (d *driver) exec(c *fsm.Command) error {
 		}
 		d.armResync()
 	case fsm.CmdRestore:
+		// Not synced yet: the resync period starts once it is (handle).
 		if err := d.restore(c); err != nil {
 			return err
 		}
-		d.armResync()
 	case fsm.CmdDropSnapshot:
 		d.loaded = nil
 	case fsm.CmdApply:

@@ -108,3 +108,63 @@ func TestResyncPeriodOnTheClock(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+// catchUpTransport answers the probe of a start from a snapshot at RV 20, and opens the watch,
+// which delivers a bookmark at RV 20 when told to.
+type catchUpTransport struct{ bookmark chan struct{} }
+
+func (catchUpTransport) String() string { return "catch-up" }
+
+func (catchUpTransport) List(_ context.Context, c fsm.Command, emit func(fsm.Event) bool) {
+	emit(fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: "20", Continue: "c1"})
+}
+
+func (r catchUpTransport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {
+	if !emit(fsm.Event{Kind: fsm.EvWatchOpened, Request: c.Request}) {
+		return
+	}
+	select {
+	case <-r.bookmark:
+		emit(fsm.Event{Kind: fsm.EvWatchEvent, Request: c.Request, Type: fsm.Bookmark, ResourceVersion: "20"})
+	case <-ctx.Done():
+		return
+	}
+	<-ctx.Done()
+}
+
+// A store restored from a persisted snapshot is resynced only once it is synced: its period
+// starts when the watch has caught up (docs/semantics.md, "Stores", "Persisted cache").
+func TestResyncPeriodStartsWhenARestoredStoreCatchesUp(t *testing.T) {
+	const period = 30 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clock := clockx.NewMock(time.Unix(1000, 0))
+	tr := catchUpTransport{bookmark: make(chan struct{})}
+	store := &resyncingStore{MemStore: driver.NewMemStore()}
+	synced := make(chan bool, 64)
+	done := make(chan error, 1)
+	load := func(context.Context) (string, []any, error) {
+		return "10", []any{&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "5"}}}, nil
+	}
+	go func() {
+		done <- driver.Run(ctx, driver.Config{Transport: tr, Store: store, Clock: clock, Logger: slog.New(slog.DiscardHandler),
+			ResyncPeriod: period, Persistence: &driver.Persistence{Load: load},
+			Observers: []driver.Observer{driver.ObserverFunc(func(t driver.Transition) {
+				if t.Cause == fsm.CauseWatchOpened || t.Snapshot.Synced {
+					synced <- t.Snapshot.Synced
+				}
+			})}})
+	}()
+	require.False(t, <-synced, "the watch opened before the store caught up")
+	require.Equal(t, 1, store.Len(), "the snapshot was restored")
+	require.Empty(t, clock.ArmedDurations(), "no resync period while the restored store catches up")
+	close(tr.bookmark)
+	require.True(t, <-synced)
+	require.NoError(t, clock.WaitForTimers(ctx, 1))
+	require.Equal(t, []time.Duration{period}, clock.ArmedDurations())
+	clock.Add(period)
+	require.NoError(t, clock.WaitForTimers(ctx, 1))
+	require.EqualValues(t, 1, store.resyncs.Load())
+	cancel()
+	require.NoError(t, <-done)
+}
