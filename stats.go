@@ -16,7 +16,8 @@ type Stats struct {
 	// LastResourceVersion is the last resourceVersion observed.
 	LastResourceVersion string
 	Synced              bool
-	// Lists counts LIST operations (a paginated list counts once); ListPages counts requests.
+	// Lists counts LIST operations (a paginated list counts once; the one-item probe of a
+	// start from a persisted snapshot counts as one); ListPages counts requests.
 	Lists, ListPages int
 	Watches          int
 	// Retries counts, by cause, every failure the reflector answered by trying again.
