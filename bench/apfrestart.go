@@ -307,8 +307,8 @@ func (t memberTimes) String() string {
 // by verb and code as the fleet's members made them (a watch answered 410 is a WATCH 200 whose
 // stream carried the 410).
 func WriteAPFRestartTable(w io.Writer, rs []FleetResult) {
-	fmt.Fprintln(w, "| N | kind | every store full s (median member) | every store back after the restart s (median member) | requests | by verb and code | server rejected |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| N | kind | every store full s (median member) | restart s | every store back after the restart s (median member) | requests | by verb and code | server rejected |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		if r.Scenario != ScenarioAPFRestart {
 			continue
@@ -328,8 +328,8 @@ func WriteAPFRestartTable(w io.Writer, rs []FleetResult) {
 		for i, k := range keys {
 			by[i] = fmt.Sprintf("%s: %d", k, r.ClientRequests[k])
 		}
-		fmt.Fprintf(w, "| %d | %s | %s (%.1f) | %s (%.1f) | %d | %s | %d |\n",
-			r.Reflectors, r.Variant, r.syncCell(r.InitialSyncSeconds, true), median(r.MemberSyncSeconds),
+		fmt.Fprintf(w, "| %d | %s | %s (%.1f) | %.1f | %s (%.1f) | %d | %s | %d |\n",
+			r.Reflectors, r.Variant, r.syncCell(r.InitialSyncSeconds, true), median(r.MemberSyncSeconds), r.RestartSeconds,
 			r.syncCell(r.ConvergeSeconds, r.InitialSyncSeconds >= 0), median(r.MemberConvergeSeconds), total,
 			strings.Join(by, ", "), r.ServerRejected)
 	}

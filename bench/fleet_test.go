@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,8 +15,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rewatch/rewatch/backoff"
+	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/internal/apiserver"
 	"github.com/rewatch/rewatch/internal/testbackend"
+	"github.com/rewatch/rewatch/journal"
 )
 
 // The fleet benchmark re-executes its binary as the fleet's process; in a test binary that is
@@ -64,6 +68,66 @@ func TestFleetShort(t *testing.T) {
 	for _, sc := range []string{ScenarioRestart, ScenarioCompaction} {
 		rw, cg := by[sc+"/"+VariantRewatch], by[sc+"/"+VariantClientGo]
 		require.LessOrEqual(t, rw.FullStateTransfers, cg.FullStateTransfers, "%s: rewatch's fleet moved more full state", sc)
+	}
+}
+
+// The short version of apf-restart (rewatch-bench fleet -scenarios apf-restart): three rewatch
+// reflectors behind a reject-only priority level of the real kube-apiserver, restarted under
+// them while the writer writes (client-go's fleet is the benchmark's to run beside it: here it
+// would double the time). Every store holds every object, is back on the new server, and ends
+// with the server's state; no member hot-loops; and no
+// rewatch member's journal records a wait after the new server's first refusal longer than the
+// backoff's first step allows
+// (docs/semantics.md, "watch refused"). The times are the benchmark's, not asserted here.
+func TestAPFRestartShort(t *testing.T) {
+	apiserver.SkipUnlessOptedIn(t, "starts a kube-apiserver and a fleet of processes per run")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := apiserver.EnsureBuilt(ctx); err != nil {
+		testbackend.Unavailable(t, err)
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	rs, err := RunFleet(ctx, FleetOptions{Sizes: []int{3}, Objects: 300, Scenarios: []string{ScenarioAPFRestart},
+		Variants: []string{VariantRewatch}, WriteEvery: 50 * time.Millisecond, RestartAfter: 6 * time.Second,
+		Window: 6 * time.Second, JournalDir: dir, Self: self, Logf: t.Logf})
+	require.NoError(t, err)
+	var sb testWriter
+	WriteAPFRestartTable(&sb, rs)
+	t.Log("\n" + string(sb))
+	require.Len(t, rs, 1)
+	for _, r := range rs {
+		require.Empty(t, r.Err, r.Variant)
+		require.Len(t, r.MemberConvergeSeconds, 3, r.Variant)
+		require.NotEmpty(t, r.ClientRequests, r.Variant)
+		require.Less(t, r.MaxRequestsPerReflectorPerMinute, 60, "%s: a member hot-looped", r.Variant)
+	}
+	firstStep := backoff.Reflector()
+	for i := range 3 {
+		f, err := os.Open(fmt.Sprintf(rs[0].Journal, i))
+		require.NoError(t, err)
+		jr, err := journal.NewReader(f)
+		require.NoError(t, err, "member %d's journal", i)
+		records := 0
+		for {
+			rec, err := jr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err, "member %d's journal", i)
+			records++
+			if rec.Cause != fsm.CauseWatchRejectedOnce {
+				continue
+			}
+			for _, c := range rec.Commands {
+				if c.Kind == fsm.CmdArmTimer {
+					require.Less(t, c.Delay, 2*firstStep.Duration, "member %d waited past the backoff's first step after a refusal", i)
+				}
+			}
+		}
+		require.NoError(t, f.Close())
+		require.Positive(t, records, "member %d kept no journal", i)
 	}
 }
 
