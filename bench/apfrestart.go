@@ -307,6 +307,9 @@ func (t memberTimes) String() string {
 // by verb and code as the fleet's members made them (a watch answered 410 is a WATCH 200 whose
 // stream carried the 410).
 func WriteAPFRestartTable(w io.Writer, rs []FleetResult) {
+	if !slices.ContainsFunc(rs, func(r FleetResult) bool { return r.Scenario == ScenarioAPFRestart }) {
+		return
+	}
 	fmt.Fprintln(w, "| N | kind | every store full s (median member) | restart s | every store back after the restart s (median member) | requests | by verb and code | server rejected |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
