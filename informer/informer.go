@@ -22,6 +22,7 @@ import (
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/journal"
+	"github.com/rewatch/rewatch/persist"
 	"github.com/rewatch/rewatch/transitions"
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
@@ -77,6 +78,18 @@ type Options struct {
 	// error stops the informer. JournalFullCapture records whole objects, not only keys.
 	Journal            io.Writer
 	JournalFullCapture bool
+
+	// Persist, when set, keeps a snapshot of the cache there — the objects as the transport
+	// decodes them (after Transform, which must take what it returns), their resourceVersion
+	// and what was watched — saved every PersistPeriod and when the informer stops; a restart
+	// fills the cache from it and resumes the watch instead of listing everything
+	// (docs/semantics.md, "Persisted cache"). The snapshot holds the objects, Secrets
+	// included: persist.Dir keeps it owner-only. nil (the default) keeps none. It needs
+	// rewatch's HTTP transport (every constructor but those over a client-go ListerWatcher).
+	Persist persist.Store
+	// PersistPeriod is how often the snapshot is saved while the informer runs, besides once
+	// when it stops: default rewatch.DefaultPersistPeriod; negative: only when it stops.
+	PersistPeriod time.Duration
 }
 
 // minimumResyncPeriod is client-go's floor for a handler's resync period.
@@ -103,6 +116,13 @@ type Informer struct {
 	resyncWake   chan struct{}
 
 	started, stopped, synced atomic.Bool
+	// filled is true once the indexer holds a full state, listed or restored from a persisted
+	// snapshot: a relist may then skip what it holds unchanged.
+	filled atomic.Bool
+	// restorePending (a snapshot was loaded: the next full state is its restore) and
+	// catchingUp (the indexer holds the restored snapshot, not yet synced) are guarded by mu
+	// (persist.go).
+	restorePending, catchingUp bool
 	// syncedAt is the sequence number of the last notification of the initial state.
 	syncedAt     atomic.Uint64
 	syncedCh     chan struct{}
@@ -389,7 +409,7 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 		log.Error("informer cannot run", "informer", i.name, "err", i.constructErr)
 		return
 	}
-	observers := []driver.Observer{i.stats, driver.ObserverFunc(func(t driver.Transition) { i.observe(ctx, t) })}
+	observers := []driver.Observer{driver.ObserverFunc(i.observeSync), i.stats, driver.ObserverFunc(func(t driver.Transition) { i.observe(ctx, t) })}
 	if i.opts.Journal != nil {
 		jw, err := i.journal()
 		if err != nil {
@@ -413,7 +433,7 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 
 	err := driver.Run(ctx, driver.Config{
 		Policy: i.opts.Policy, Transport: i.transport, Store: (*store)(i), Clock: i.opts.Clock, Logger: log,
-		Observers: observers,
+		Observers: observers, Persistence: i.persistence(log),
 	})
 	if err != nil {
 		log.Error("informer stopped", "informer", i.name, "err", err)
@@ -484,7 +504,8 @@ func (i *Informer) observe(ctx context.Context, t driver.Transition) {
 // processor fans out on its own goroutine; i.mu is held.
 func (i *Informer) distribute(n notification) { i.processor.enqueue(n) }
 
-// markSynced is called once the initial state's Replace has returned; i.mu is held.
+// markSynced is called once the initial state's Replace has returned, or a restored snapshot
+// has caught up (observeSync); i.mu is held.
 func (i *Informer) markSynced() {
 	if i.synced.Load() {
 		return

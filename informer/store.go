@@ -128,9 +128,12 @@ func (s *store) Replace(items []any, resourceVersion string) error {
 	for _, n := range notes {
 		inf.distribute(n)
 	}
-	inf.markSynced()
+	inf.fullState()
 	return nil
 }
+
+// List is every object the indexer holds: what the driver saves in a persisted snapshot.
+func (s *store) List() []any { return s.indexer.List() }
 
 // stateChange is the notification a full state's obj makes against old, the object the
 // indexer holds for its key (exists false: none): an add, isInInitialList while the informer
@@ -211,11 +214,12 @@ func (r *replacement) Keep(key string) error {
 }
 
 // HeldVersions is the informer's query for a relist (driver.VersionedStore); nil until the
-// informer has synced, so that the initial state is decoded without asking for each item.
+// indexer holds a full state (listed, or restored from a persisted snapshot), so that the
+// initial state is decoded without asking for each item.
 // The query builds each namespace/name key in a buffer of its own and looks it up without
 // copying it: the indexer's lookup does not keep the key.
 func (s *store) HeldVersions() driver.HeldVersion {
-	if !s.informer().synced.Load() {
+	if !s.informer().filled.Load() {
 		return nil
 	}
 	var buf []byte
@@ -238,7 +242,8 @@ func (s *store) HeldVersions() driver.HeldVersion {
 }
 
 // Finish deletes what the state did not contain — a delete of cache.DeletedFinalStateUnknown
-// for each — and marks the informer synced once its first full state is complete.
+// for each — and marks the informer synced once its first full state is complete, unless that
+// state is a persisted snapshot's restore (fullState).
 func (r *replacement) Finish(resourceVersion string) error {
 	s := r.s
 	defer s.informer().processed(s.informer().processingStart())
@@ -262,7 +267,7 @@ func (r *replacement) Finish(resourceVersion string) error {
 		inf.distribute(notification{kind: notifyDelete, obj: cache.DeletedFinalStateUnknown{Key: key, Obj: old}})
 	}
 	r.seen = nil
-	inf.markSynced()
+	inf.fullState()
 	return nil
 }
 

@@ -15,6 +15,13 @@
 // its items and skips the unchanged ones, docs/semantics.md "Relists"), with client-go's
 // namespace index and the factory's namespace, label and field selectors and transform.
 //
+// New takes rewatch's own informer.Options for every informer besides client-go's options; with
+// Persist (a persist.Store, persist.Dir for a directory) each informer keeps its cache there, a
+// snapshot of its own named by what it watches (server, resource, namespace, selectors,
+// decoder), and a restart resumes each type's watch from it instead of listing everything
+// (docs/semantics.md, "Persisted cache"). A type whose objects must not reach a disk (Secrets)
+// belongs in a factory without Persist.
+//
 // ResourceFactory is the same for client-go's dynamic and metadata informer factories
 // (NewFilteredDynamicSharedInformerFactory, NewFilteredMetadataSharedInformerFactory), made from
 // the rest.Config their client would be made from.

@@ -1,9 +1,12 @@
 package factory_test
 
 import (
+	"fmt"
 	"log/slog"
+	"path/filepath"
 	"reflect"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +20,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/informer"
 	"github.com/rewatch/rewatch/informer/factory"
+	"github.com/rewatch/rewatch/persist"
 	"github.com/rewatch/rewatch/sim"
 )
 
@@ -178,4 +183,66 @@ func TestFactoryWithFakeClientset(t *testing.T) {
 	all, err := cms.Lister().List(labels.Everything())
 	require.NoError(t, err)
 	require.Equal(t, []string{"mine/a"}, names(all))
+}
+
+// docs/semantics.md, "Persisted cache": a factory given a persisted cache keeps one snapshot per
+// informer, named by what it watches, so factories (or types) sharing a directory never read one
+// another's. A restarted factory's informer is filled from its own snapshot: its handler hears
+// the snapshot's objects as adds in the initial list, then what changed while it was down, and
+// its start says it resumed.
+func TestFactoryPersistsEachInformersCacheApart(t *testing.T) {
+	s := sim.New(sim.Options{BookmarkInterval: 200 * time.Millisecond})
+	u, err := s.Start()
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	for _, ns := range []string{"mine", "other"} {
+		_, err = s.Create(sim.ConfigMaps, ns, "a", nil)
+		require.NoError(t, err)
+	}
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: u})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	opts := informer.Options{Logger: quiet.Logger, Persist: persist.Dir(dir)}
+	run := func(ns string, h cache.ResourceEventHandler) (*factory.Factory, func()) {
+		f := factory.New(cs, 0, opts, informers.WithNamespace(ns))
+		inf := f.Core().V1().ConfigMaps().Informer()
+		if h != nil {
+			_, err := inf.AddEventHandler(h)
+			require.NoError(t, err)
+		}
+		stop := make(chan struct{})
+		f.Start(stop)
+		require.True(t, cache.WaitForCacheSync(stop, inf.HasSynced))
+		return f, func() { close(stop); f.Shutdown() }
+	}
+	for _, ns := range []string{"mine", "other"} {
+		_, stop := run(ns, nil)
+		stop() // saves the snapshot
+	}
+	snaps, err := filepath.Glob(filepath.Join(dir, "*.snap"))
+	require.NoError(t, err)
+	require.Len(t, snaps, 2, "one snapshot per informer")
+
+	_, err = s.Create(sim.ConfigMaps, "mine", "while-down", nil)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var adds []string
+	f, stop := run("mine", cache.ResourceEventHandlerDetailedFuncs{AddFunc: func(obj any, initial bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		adds = append(adds, fmt.Sprintf("%s initial=%v", obj.(*corev1.ConfigMap).Name, initial))
+	}})
+	t.Cleanup(stop)
+	all, err := f.Core().V1().ConfigMaps().Lister().List(labels.Everything())
+	require.NoError(t, err)
+	require.Equal(t, []string{"mine/a", "mine/while-down"}, names(all), "its own snapshot, and the change since")
+	st := f.Stats()[reflect.TypeOf(&corev1.ConfigMap{})].Start
+	require.Equal(t, rewatch.StartResumed, st.Way, "%s", st)
+	require.Equal(t, 1, st.Restored)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(adds) == 2
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, []string{"a initial=true", "while-down initial=false"}, adds)
 }
