@@ -48,7 +48,7 @@ func TestHelpIsCompleteForEveryCommand(t *testing.T) {
 	flags := map[string][]string{
 		"watch": append([]string{"resource", "group", "version", "namespace", "n", "all-namespaces", "A", "selector", "l", "o",
 			"field-selector", "kubeconfig", "context",
-			"journal", "journal-full-capture", "output", "output-watch-events", "watch", "w", "trace", "format", "metrics-addr",
+			"journal", "journal-full-capture", "output", "output-watch-events", "watch", "w", "trace", "format", "metrics-addr", "cache-dir",
 			"backoff-initial", "backoff-cap"}, policyFlags...),
 		"demo": append([]string{"objects", "faults", "seed", "duration", "rate", "output", "journal",
 			"backoff-initial", "backoff-cap"}, policyFlags...),
@@ -476,5 +476,64 @@ func TestWatchClusterScopedIgnoresNamespace(t *testing.T) {
 	require.Contains(t, paths, "/api/v1/nodes")
 	for _, p := range paths {
 		require.NotContains(t, p, "/namespaces/", "a cluster-scoped resource was asked for in a namespace")
+	}
+}
+
+// watch --cache-dir keeps the cache in a directory: a second watch of the same resource starts
+// from it, resumes the watch instead of listing everything, prints the change it missed, and
+// its summary says so (docs/semantics.md, "Persisted cache").
+func TestWatchCacheDirResumes(t *testing.T) {
+	srv := sim.New(sim.Options{})
+	url, err := srv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for i := range 3 {
+		if _, err := srv.Create(sim.ConfigMaps, "default", fmt.Sprintf("cm-%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	writeKubeconfig(t, kubeconfig, url)
+	cache := filepath.Join(dir, "cache")
+	watch := func(until func(stdout, stderr string) bool) (stdout, summary string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var out, errb syncbuf.Buffer
+		done := make(chan int, 1)
+		go func() {
+			done <- run(ctx, []string{"watch", "--resource", "configmaps", "--namespace", "default", "--kubeconfig", kubeconfig,
+				"--trace=json", "--cache-dir", cache}, &out, &errb)
+		}()
+		waitFor(t, func() bool { return until(out.String(), errb.String()) })
+		cancel()
+		select {
+		case code := <-done:
+			if code != exitOK {
+				t.Fatalf("exit %d, stderr %q", code, errb.String())
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("watch did not stop after cancellation")
+		}
+		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+		return out.String(), lines[len(lines)-1]
+	}
+	_, summary := watch(func(_, s string) bool { return strings.Contains(s, `"cause":"watch-opened"`) })
+	if !strings.Contains(summary, `"start":"listed"`) || !strings.Contains(summary, `"lists":1`) {
+		t.Fatalf("first watch's summary: %s", summary)
+	}
+	if _, err := srv.Create(sim.ConfigMaps, "default", "while-down", nil); err != nil {
+		t.Fatal(err)
+	}
+	out, summary := watch(func(out, _ string) bool { return strings.Contains(out, "while-down") })
+	if !strings.Contains(summary, `"start":"resumed at rv`) {
+		t.Errorf("second watch's summary: %s", summary)
+	}
+	for _, name := range []string{"cm-0", "cm-2", "while-down"} {
+		if !strings.Contains(out, name) {
+			t.Errorf("no row for %s:\n%s", name, out)
+		}
 	}
 }

@@ -26,6 +26,8 @@ type printer struct {
 	start time.Time
 	// statusText, when non-empty, is the status line currently drawn below the output.
 	statusText string
+	// persisted: the cache is persisted (--cache-dir), so the summary says how the start went.
+	persisted bool
 }
 
 func newPrinter(w io.Writer, output string) *printer {
@@ -186,6 +188,8 @@ type summaryJSON struct {
 	Synced         bool           `json:"synced"`
 	// ListFailing is set while a listing has failed and not completed since.
 	ListFailing *listFailingJSON `json:"listFailing,omitempty"`
+	// Start is how the start went, with a persisted cache (--cache-dir): Stats.Start.
+	Start string `json:"start,omitempty"`
 }
 
 type listFailingJSON struct {
@@ -216,6 +220,9 @@ func (p *printer) summary(st rewatch.Stats) {
 		if lf := st.ListFailing; lf != nil {
 			s.ListFailing = &listFailingJSON{Since: lf.Since.UTC(), Failures: lf.Failures, Relist: lf.Relist, Last: lf.Last.String()}
 		}
+		if p.persisted {
+			s.Start = st.Start.String()
+		}
 		p.emitJSON(s)
 		return
 	}
@@ -230,6 +237,9 @@ func (p *printer) summary(st rewatch.Stats) {
 		fmt.Sprintf("  objects cached   %d", st.Objects),
 		fmt.Sprintf("  state            %s at rv=%s", st.State, st.LastResourceVersion),
 		fmt.Sprintf("  wire format      %s, answered in %s", st.WireFormat, orNone(st.AnsweredFormat)),
+	}
+	if p.persisted {
+		lines = append(lines, "  start            "+st.Start.String())
 	}
 	if lf := st.ListFailing; lf != nil {
 		what := "first listing"

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/metrics"
+	"github.com/rewatch/rewatch/persist"
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
@@ -61,7 +62,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		res                     rewatch.Resource
 		kubeconfig, kubeContext string
 		journalPath, output     string
-		metricsAddr             string
+		metricsAddr, cacheDir   string
 		fullCapture             bool
 		allNamespaces           bool
 		watchEvents, watchFlag  bool
@@ -103,6 +104,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&trace, "trace", "the reflector's story on stderr: text (--trace), json (--trace=json, JSON lines) or none (--trace=none)")
 	fs.StringVar(&wireFormat, "format", "auto", "wire format: auto (protobuf for built-in types, else JSON), json or protobuf")
 	fs.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address at /metrics (e.g. :9090)")
+	fs.StringVar(&cacheDir, "cache-dir", "", "keep a snapshot of the cache in this directory (owner-only; it holds the objects) and start from it: a restart resumes the watch instead of listing everything")
 	tun.register(fs.FlagSet, libraryDefaults())
 	positional, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -202,6 +204,10 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageError{err}
 		}
 		defer stopMetrics()
+	}
+	if cacheDir != "" {
+		cfg.Persist = persist.Dir(cacheDir)
+		p.persisted = true
 	}
 	if journalPath != "" {
 		f, err := os.Create(journalPath)
