@@ -318,6 +318,16 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	}()
 
 	args := []string{"fleet-child", "-variant", variant, "-server", front.URL(), "-n", strconv.Itoa(n)}
+	if scenario == ScenarioRollout {
+		// Each member keeps its cache in a directory of its own, as each replica would on
+		// its own volume.
+		dir, err := os.MkdirTemp("", "rewatch-fleet-cache-")
+		if err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
+		args = append(args, "-cache-dir", dir)
+	}
 	if o.JournalDir != "" {
 		res.Journal = filepath.Join(o.JournalDir, fmt.Sprintf("fleet-%s-%d-%s-%s.journal", scenario, n, variant, time.Now().Format("150405")))
 		args = append(args, "-journal", res.Journal)
@@ -649,14 +659,15 @@ type fleetChildResult struct {
 // parent on in: "match COUNT HASH MILLIS" (reply "MATCHED" once every store holds that state,
 // or "MATCHED timeout DIFFERING N" after MILLIS), "rollout MILLIS" (restart every member one
 // after another, each once the one before has synced, as a rollout of a controller's replicas
-// does; reply "ROLLED {json}") and "report" (reply "RESULT {json}").
+// does; reply "ROLLED {json}") and "report" (reply "RESULT {json}"). cacheDir, when set, holds
+// each rewatch member's persisted cache, a directory of its own.
 //
 // For ScenarioAPFRestart it also answers "full COUNT MILLIS" (every store holds COUNT objects;
 // reply "FULL ok|timeout" and each member's seconds from the child's start), "mark" (reply
 // "MARKED"), "holds KEY MILLIS" (every store holds KEY; each member's seconds from the mark),
 // "requests PATH" (every member's requests as JSON lines; reply "REQUESTS") and "stats" (the
 // members' requests by verb and code; reply "STATS {json}").
-func FleetChild(variant, server string, n int, journal string, in io.Reader, out io.Writer) error {
+func FleetChild(variant, server string, n int, journal, cacheDir string, in io.Reader, out io.Writer) error {
 	// N members would each log every failure; the parent's figures say what happened.
 	slog.SetDefault(slog.New(slog.DiscardHandler))
 	quietKlog()
@@ -685,6 +696,9 @@ func FleetChild(variant, server string, n int, journal string, in io.Reader, out
 			}
 			defer f.Close()
 			t.Journal = f
+		}
+		if cacheDir != "" {
+			t.CacheDir = filepath.Join(cacheDir, fmt.Sprintf("member-%d", i))
 		}
 		members[i] = &fleetMember{variant: variant, target: t}
 		members[i].start(ctx)
@@ -794,7 +808,9 @@ func (m *fleetMember) start(parent context.Context) {
 	}
 	go func() {
 		defer close(done)
-		_ = RunReflector(ctx, m.variant, t, store)
+		if err := RunReflector(ctx, m.variant, t, store); err != nil {
+			fmt.Fprintf(os.Stderr, "fleet member: %v\n", err)
+		}
 	}()
 	if reflector != nil {
 		select {

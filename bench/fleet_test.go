@@ -22,14 +22,30 @@ import (
 	"github.com/rewatch/rewatch/journal"
 )
 
-// The fleet benchmark re-executes its binary as the fleet's process; in a test binary that is
-// this TestMain, which then runs the child instead of the tests.
+// The fleet and restart benchmarks re-execute their binary as the fleet's or the controller's
+// process; in a test binary that is this TestMain, which then runs the child instead of the
+// tests.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "fleet-child" {
 		fs := flag.NewFlagSet("fleet-child", flag.ExitOnError)
 		v, server, n, journal := fs.String("variant", "", ""), fs.String("server", "", ""), fs.Int("n", 0, ""), fs.String("journal", "", "")
+		cacheDir := fs.String("cache-dir", "", "")
 		_ = fs.Parse(os.Args[2:])
-		if err := FleetChild(*v, *server, *n, *journal, os.Stdin, os.Stdout); err != nil {
+		if err := FleetChild(*v, *server, *n, *journal, *cacheDir, os.Stdin, os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "restart-child" {
+		var o RestartChildOptions
+		fs := flag.NewFlagSet("restart-child", flag.ExitOnError)
+		fs.StringVar(&o.Variant, "variant", "", "")
+		fs.StringVar(&o.Server, "server", "", "")
+		fs.StringVar(&o.CacheDir, "cache-dir", "", "")
+		fs.IntVar(&o.WantCount, "want-count", 0, "")
+		fs.Uint64Var(&o.WantHash, "want-hash", 0, "")
+		_ = fs.Parse(os.Args[2:])
+		if err := RestartChild(o, os.Stdin, os.Stdout); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -142,7 +158,7 @@ func TestFleetChildReportsStoresBehindOnTimeout(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	// Nothing listens on the server's address: no member can ever list.
-	go func() { done <- FleetChild(VariantRewatch, "http://127.0.0.1:1", 3, "", inR, outW) }()
+	go func() { done <- FleetChild(VariantRewatch, "http://127.0.0.1:1", 3, "", "", inR, outW) }()
 	lines := bufio.NewScanner(outR)
 
 	_, err := fmt.Fprintf(inW, "match 1 %d 50\n", stateHash(map[string]string{"fleet/a": "1"}))

@@ -19,6 +19,7 @@ import (
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/backoff"
 	"github.com/rewatch/rewatch/driver"
+	"github.com/rewatch/rewatch/persist"
 )
 
 // Variants of reflector the benchmarks compare.
@@ -68,6 +69,8 @@ type Target struct {
 	PageSize int64
 	// Journal, when set, receives rewatch's event journal (other variants have none).
 	Journal io.Writer
+	// CacheDir, when set, keeps rewatch's persisted cache (Config.Persist) in this directory.
+	CacheDir string
 	// OnReflector, when set, is given rewatch's reflector once it is made (other variants have
 	// none), before it runs.
 	OnReflector func(*rewatch.Reflector)
@@ -97,6 +100,9 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 			},
 			Policy: rewatch.Policy{WatchList: t.WatchList || variant == VariantRewatchWatchList, PageSize: t.PageSize, PageRelists: variant == VariantRewatchPaged},
 			Store:  store.ForDriver(), Journal: t.Journal,
+		}
+		if t.CacheDir != "" {
+			cfg.Persist = persist.Dir(t.CacheDir)
 		}
 		if variant == VariantRewatchExact {
 			cfg.RetryAfterSpread = rewatch.RetryAfterExact

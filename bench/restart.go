@@ -12,12 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -25,10 +27,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/informer"
 	"github.com/rewatch/rewatch/informer/factory"
 	"github.com/rewatch/rewatch/internal/apiserver"
 	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/persist"
 )
 
 // Restart scenarios: what happened to the server while the controller was down.
@@ -101,7 +105,9 @@ type RestartChildResult struct {
 	Objects      int
 	EqualAtSync  bool
 	EqualSeconds float64
-	Err          string `json:",omitempty"`
+	// Start is how the start went, as rewatch's Stats.Start says it (zero for client-go).
+	Start rewatch.Start `json:",omitzero"`
+	Err   string        `json:",omitempty"`
 }
 
 // RunRestart fills a fresh kube-apiserver with Objects configmaps and restarts a controller of
@@ -219,8 +225,9 @@ func restartOnce(ctx context.Context, o RestartOptions, s *apiserver.Server, cs 
 	return res, nil
 }
 
-// changeWhileDown changes n of the objects cm-0 … cm-<objects-1>, evenly spread among them and
-// over d: the first is deleted, one cm-r<run> is created, the others are updated.
+// changeWhileDown changes n of the objects cm-0 … cm-<objects-1>, spread over d: it deletes
+// cm-<objects-run>, creates cm-r<run> (so the count stays) and updates n-2 others, evenly spread
+// among them.
 func changeWhileDown(ctx context.Context, cs kubernetes.Interface, run, objects, n int, d time.Duration) error {
 	cms := cs.CoreV1().ConfigMaps(restartNS)
 	for k := range n {
@@ -235,7 +242,7 @@ func changeWhileDown(ctx context.Context, cs kubernetes.Interface, run, objects,
 		apply := func() error {
 			switch k {
 			case 0:
-				return cms.Delete(ctx, fmt.Sprintf("cm-%05d", i), metav1.DeleteOptions{})
+				return cms.Delete(ctx, fmt.Sprintf("cm-%05d", objects-run), metav1.DeleteOptions{})
 			case 1:
 				cm := configMap(restartNS, 0, strconv.Itoa(run))
 				cm.Name = fmt.Sprintf("cm-r%d", run)
@@ -351,7 +358,7 @@ func RestartChild(o RestartChildOptions, in io.Reader, out io.Writer) error {
 	var res RestartChildResult
 	sampler := sampleHeap(5 * time.Millisecond)
 	start := time.Now()
-	inf, stop := startControllerInformer(ctx, o.Variant, cs, o.CacheDir)
+	inf, stop, how := startControllerInformer(ctx, o.Variant, cs, o.CacheDir)
 	// Polled every millisecond: cache.WaitForCacheSync polls every 100 ms, coarser than the
 	// times measured.
 	synced := inf.HasSynced()
@@ -377,6 +384,9 @@ func RestartChild(o RestartChildOptions, in io.Reader, out io.Writer) error {
 			break
 		}
 	}
+	if how != nil {
+		res.Start = how()
+	}
 	if !synced {
 		res.Err = "never synced"
 	}
@@ -401,25 +411,26 @@ func RestartChild(o RestartChildOptions, in io.Reader, out io.Writer) error {
 
 // startControllerInformer starts the configmap informer of a controller of variant through a
 // SharedInformerFactory: rewatch's (informer/factory) or client-go's. stop waits until it has
-// stopped once ctx is done.
-func startControllerInformer(ctx context.Context, variant string, cs kubernetes.Interface, cacheDir string) (inf cache.SharedIndexInformer, stop func()) {
+// stopped once ctx is done; how, for rewatch's, says how its start went (Stats.Start).
+func startControllerInformer(ctx context.Context, variant string, cs kubernetes.Interface, cacheDir string) (inf cache.SharedIndexInformer, stop func(), how func() rewatch.Start) {
 	switch variant {
 	case VariantClientGo, VariantCGList:
 		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(restartNS))
 		inf = f.Core().V1().ConfigMaps().Informer()
 		f.Start(ctx.Done())
-		return inf, f.Shutdown
+		return inf, f.Shutdown, nil
 	default:
 		f := factory.New(cs, 0, restartInformerOptions(cacheDir), informers.WithNamespace(restartNS))
 		inf = f.Core().V1().ConfigMaps().Informer()
 		f.Start(ctx.Done())
-		return inf, f.Shutdown
+		return inf, f.Shutdown, func() rewatch.Start { return f.Stats()[reflect.TypeOf(&corev1.ConfigMap{})].Start }
 	}
 }
 
-// restartInformerOptions are the rewatch controller's informer options.
-func restartInformerOptions(string) informer.Options {
-	return informer.Options{Logger: slog.New(slog.DiscardHandler)}
+// restartInformerOptions are the rewatch controller's informer options: its cache persisted in
+// cacheDir, saved when it stops.
+func restartInformerOptions(cacheDir string) informer.Options {
+	return informer.Options{Logger: slog.New(slog.DiscardHandler), Persist: persist.Dir(cacheDir)}
 }
 
 // storeVersions is namespace/name → resourceVersion of every object in a client-go store.
@@ -445,8 +456,11 @@ func WriteRestartTable(w io.Writer, rs []RestartResult) {
 				watches += n
 			}
 		}
-		start := "—"
 		x := r.Restart
+		start := "—"
+		if x.Start.Way != "" {
+			start = x.Start.String()
+		}
 		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %s | %s | %d | %d / %d | %.2f | %.1f | %.1f | %.1f | %v | %.2f, %.1f |\n",
 			r.Scenario, r.Objects, r.Changed, r.DownSeconds, r.Variant, start, x.FullStateTransfers, lists, watches, x.SyncSeconds,
 			float64(x.PeakHeapBytes)/(1<<20), float64(x.PeakLiveBytes)/(1<<20), float64(x.RetainedHeapBytes)/(1<<20), x.EqualAtSync,

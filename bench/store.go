@@ -56,6 +56,9 @@ func (s *TimedStore) Times() []int64 {
 	return append([]int64(nil), s.times...)
 }
 
+// List is every object held: what a persisted cache saves.
+func (s *TimedStore) List() []any { return s.Inner.List() }
+
 // Len is the number of objects held.
 func (s *TimedStore) Len() int {
 	if l, ok := s.Inner.(interface{ Len() int }); ok {

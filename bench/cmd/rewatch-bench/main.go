@@ -139,8 +139,9 @@ func main() {
 		server := fs.String("server", "", "")
 		n := fs.Int("n", 0, "")
 		journal := fs.String("journal", "", "")
+		cacheDir := fs.String("cache-dir", "", "")
 		_ = fs.Parse(args)
-		err = bench.FleetChild(*v, *server, *n, *journal, os.Stdin, os.Stdout)
+		err = bench.FleetChild(*v, *server, *n, *journal, *cacheDir, os.Stdin, os.Stdout)
 	case "restart":
 		objects := fs.Int("objects", 20000, "configmaps on the server")
 		down := fs.Duration("down", 30*time.Second, "how long the controller is down")

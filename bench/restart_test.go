@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewatch/rewatch"
+	"github.com/rewatch/rewatch/internal/apiserver"
+	"github.com/rewatch/rewatch/internal/testbackend"
+)
+
+// The short version of the restart benchmark (rewatch-bench restart): a controller restarted
+// after a few seconds down, and after kube-apiserver restarted meanwhile (its history begins
+// after the controller's resourceVersion), rewatch's factory with a persisted cache beside
+// client-go's. rewatch's restart transfers no full state when the history is there and one
+// LIST decoding only the changed items when it is not; client-go's transfers the whole state
+// each time; every cache is the server's state the moment it reports HasSynced.
+func TestRestartShort(t *testing.T) {
+	apiserver.SkipUnlessOptedIn(t, "starts a kube-apiserver and a controller process per start")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := apiserver.EnsureBuilt(ctx); err != nil {
+		testbackend.Unavailable(t, err)
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	const objects, changed = 300, 10
+	rs, err := RunRestart(ctx, RestartOptions{Objects: objects, Down: 2 * time.Second, Changed: changed,
+		Scenarios: RestartScenarios, Variants: []string{VariantRewatch, VariantClientGo}, CacheDir: t.TempDir(), Self: self, Logf: t.Logf})
+	require.NoError(t, err)
+	var sb testWriter
+	WriteRestartTable(&sb, rs)
+	t.Log("\n" + string(sb))
+	for _, r := range rs {
+		require.Empty(t, r.Err, "%s %s", r.Scenario, r.Variant)
+		require.True(t, r.Restart.EqualAtSync, "%s %s: the cache at HasSynced was not the server's state", r.Scenario, r.Variant)
+		switch {
+		case r.Variant == VariantClientGo:
+			require.Equal(t, 1, r.Restart.FullStateTransfers, "%s: client-go's restart", r.Scenario)
+		case r.Scenario == RestartDown:
+			require.Zero(t, r.Restart.FullStateTransfers, "rewatch resumed")
+			require.Equal(t, rewatch.StartResumed, r.Restart.Start.Way, "%s", r.Restart.Start)
+		case r.Scenario == RestartExpired:
+			require.Equal(t, 1, r.Restart.FullStateTransfers, "rewatch relisted once")
+			st := r.Restart.Start
+			require.Equal(t, rewatch.StartRelisted, st.Way, "%s", st)
+			require.Equal(t, objects, st.Listed)
+			require.LessOrEqual(t, st.Decoded, changed, "the relist decoded items the snapshot held unchanged: %s", st)
+		}
+	}
+}
+
+// The short version of the fleet rollout (rewatch-bench fleet -scenarios rollout): every member
+// of a fleet restarted one after another while a writer runs. rewatch's members resume from
+// their persisted caches — at most a tenth of them transfer the full state — where each of
+// client-go's lists it; every store ends with the server's state.
+func TestFleetRolloutShort(t *testing.T) {
+	apiserver.SkipUnlessOptedIn(t, "starts a kube-apiserver and a fleet of processes per run")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := apiserver.EnsureBuilt(ctx); err != nil {
+		testbackend.Unavailable(t, err)
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	const n = 10
+	rs, err := RunFleet(ctx, FleetOptions{Sizes: []int{n}, Objects: 300, Scenarios: []string{ScenarioRollout},
+		Variants: []string{VariantRewatch, VariantClientGo}, WriteEvery: 50 * time.Millisecond, MatchTimeout: 2 * time.Minute, Self: self, Logf: t.Logf})
+	require.NoError(t, err)
+	var sb testWriter
+	WriteRolloutTable(&sb, rs)
+	t.Log("\n" + string(sb))
+	for _, r := range rs {
+		require.Empty(t, r.Err, r.Variant)
+		require.NotNil(t, r.Rollout, r.Variant)
+		require.Zero(t, r.Rollout.Unsynced, "%s: members that did not sync after their restart", r.Variant)
+		require.GreaterOrEqual(t, r.ConvergeSeconds, 0.0, "%s: every store holds the server's state at the end", r.Variant)
+		if r.Variant == VariantRewatch {
+			require.LessOrEqual(t, r.Rollout.FullStateTransfers, n/10, "rewatch's rollout")
+		} else {
+			require.GreaterOrEqual(t, r.Rollout.FullStateTransfers, n, "client-go's rollout lists once per member")
+		}
+	}
+}
