@@ -1,8 +1,8 @@
 // Package faultproxy is a reverse proxy for the Kubernetes API that injects
 // scripted faults (error responses, ERROR events inside live watch streams,
-// connection resets, truncated frames, delays) and records every request, so
-// an end-to-end test against a real API server can provoke an exact failure
-// and assert what the client did next.
+// connection resets, truncated frames, delays, requests held until released)
+// and records every request, so an end-to-end test against a real API server
+// can provoke an exact failure and assert what the client did next.
 package faultproxy
 
 import (
@@ -271,6 +271,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.deliver()
 		abort(w, true)
 		return
+	case actPark:
+		select {
+		case <-f.gate:
+			f.release() // released before it came: untouched
+		default:
+			f.deliver()
+			select {
+			case <-f.gate:
+			case <-r.Context().Done(): // the client gave up, or the proxy closed
+				return
+			}
+		}
 	}
 
 	ctx, cancel := context.WithCancel(r.Context())
@@ -312,7 +324,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			// Frame boundaries are unknown (CBOR, say): relay the bytes
 			// untouched rather than cut the stream at an arbitrary point.
-			if f.act != actPass && f.act != actDelay {
+			if f.act != actPass && f.act != actDelay && f.act != actPark {
 				f.skip("skipped: not a JSON or protobuf stream; see Config.ForceJSON")
 			}
 			relayBody(ctx, w, resp, nil)

@@ -3,6 +3,7 @@ package faultproxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -695,4 +696,68 @@ func TestCorruptContinue(t *testing.T) {
 	assert.Equal(t, []string{"", corruptToken, "abc"}, tokens)
 	assert.Equal(t, 1, h.Fired())
 	assert.Equal(t, "corrupt continue token", p.Requests()[1].Fault)
+}
+
+// A parked request reaches the server only once released; one whose client
+// gave up never does; one that comes after the release passes untouched.
+func TestParkHoldsUntilRelease(t *testing.T) {
+	u := newUpstream(t, 1)
+	p, _ := newProxy(t, u, false)
+	release := make(chan struct{})
+	h := p.AddRule(Rule{Kind: Watch, Times: -1, Fault: Park(release)})
+	ctr := &http.Transport{}
+	t.Cleanup(ctr.CloseIdleConnections)
+	c := &http.Client{Transport: ctr} // no timeout: only the park may hold the request
+
+	// A client that gives up while parked: nothing reaches the server.
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/api/v1/configmaps?watch=1&resourceVersion=10", nil)
+	require.NoError(t, err)
+	gaveUp := make(chan error, 1)
+	go func() {
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		gaveUp <- err
+	}()
+	require.Eventually(t, func() bool { return h.Fired() == 1 }, 5*time.Second, time.Millisecond)
+	cancel()
+	require.Error(t, <-gaveUp)
+
+	// A watch parked, then released: the server answers it then.
+	opened := make(chan *json.Decoder, 1)
+	go func() {
+		resp, err := c.Get(p.URL() + "/api/v1/configmaps?watch=1&resourceVersion=11")
+		if !assert.NoError(t, err) {
+			opened <- nil
+			return
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		opened <- json.NewDecoder(resp.Body)
+	}()
+	require.Eventually(t, func() bool { return h.Fired() == 2 }, 5*time.Second, time.Millisecond)
+	select {
+	case <-opened:
+		t.Fatal("a parked watch was answered before its release")
+	case <-time.After(200 * time.Millisecond):
+	}
+	assert.Zero(t, u.requests.Load(), "nothing parked reached the server")
+	close(release)
+	dec := <-opened
+	require.NotNil(t, dec)
+	assert.Equal(t, "ADDED", next(t, dec).Type)
+	assert.Equal(t, int32(1), u.requests.Load())
+
+	// After the release a request passes untouched.
+	_, dec = openWatch(t, c, p, "12")
+	assert.Equal(t, "ADDED", next(t, dec).Type)
+	assert.Equal(t, 2, h.Fired())
+	recs := p.Requests()
+	require.Len(t, recs, 3)
+	assert.Equal(t, "park", recs[0].Fault)
+	assert.Zero(t, recs[0].Status, "the client that gave up got no response")
+	assert.Equal(t, "park", recs[1].Fault)
+	assert.Equal(t, http.StatusOK, recs[1].Status)
+	assert.Empty(t, recs[2].Fault)
 }

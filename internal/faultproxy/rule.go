@@ -19,11 +19,12 @@ const (
 	actTruncate
 	actStall
 	actCorruptContinue
+	actPark
 )
 
 // Fault is what happens to a request a Rule matches. Build one with Respond,
-// WatchError, Reset, Truncate, Delay or Refuse; the With/After methods return
-// modified copies.
+// WatchError, Reset, Truncate, Delay, Refuse, Stall, CorruptContinue or
+// Park; the With/After methods return modified copies.
 type Fault struct {
 	act         action
 	err         error
@@ -31,6 +32,7 @@ type Fault struct {
 	delay       time.Duration
 	afterEvents int
 	afterDelay  time.Duration
+	gate        <-chan struct{}
 }
 
 // Respond answers at once with the Status carried by err (an
@@ -74,6 +76,18 @@ func Stall() Fault { return Fault{act: actStall} }
 // without a continue token passes untouched and does not count as a firing.
 func CorruptContinue() Fault { return Fault{act: actCorruptContinue} }
 
+// Park holds the request, before anything is sent upstream, until release
+// is closed; then it goes on as if no rule applied, and the server answers
+// it as it answers then. A client that gives up meanwhile gets no response
+// (its record's Status stays 0). Parking is the fault, so the rule has
+// fired once the request is held; a request that arrives after release
+// passes untouched and does not count as a firing. With Times -1 every
+// matching request is parked until release, so a client that gives up and
+// asks again is held again: a test holds a reflector's re-watches off for as
+// long as it needs (the server's history moving past the resume RV) and
+// lets the one in flight through at a moment it chooses.
+func Park(release <-chan struct{}) Fault { return Fault{act: actPark, gate: release} }
+
 // corruptToken is the token CorruptContinue sends: not base64, so not a
 // continue key of any kube-apiserver.
 const corruptToken = "not-a-continue-token!"
@@ -116,6 +130,8 @@ func (f Fault) String() string {
 		return "stall" + f.when()
 	case actCorruptContinue:
 		return "corrupt continue token"
+	case actPark:
+		return "park"
 	}
 	return ""
 }
