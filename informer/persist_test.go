@@ -1,0 +1,113 @@
+package informer_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/rewatch/rewatch"
+	"github.com/rewatch/rewatch/informer"
+	"github.com/rewatch/rewatch/persist"
+)
+
+// jsonCodec keeps ConfigMaps as JSON: the fake transport's snapshot codec.
+type jsonCodec struct{}
+
+func (jsonCodec) MediaType() string              { return "application/json" }
+func (jsonCodec) Encode(obj any) ([]byte, error) { return json.Marshal(obj) }
+func (jsonCodec) Decode(raw []byte) (any, error) {
+	var cm corev1.ConfigMap
+	return &cm, json.Unmarshal(raw, &cm)
+}
+
+// snapshottingTransport is the fake transport with what a persisted cache needs of a
+// transport, as rewatch's HTTP transport has it.
+type snapshottingTransport struct{ *fakeTransport }
+
+var fakeIdentity = persist.Identity{Server: "http://fake", Version: "v1", Resource: "configmaps", Decoder: "json"}
+
+func (snapshottingTransport) SnapshotCodec() (persist.Codec, error) { return jsonCodec{}, nil }
+func (snapshottingTransport) SnapshotIdentity() persist.Identity    { return fakeIdentity }
+
+// docs/semantics.md, "Handlers" and "Persisted cache": an informer started with a persisted
+// snapshot holds its objects at once and its handler hears them as adds of the initial list,
+// but neither HasSynced nor the registration's is true until the watch resumed from the
+// snapshot reaches the consistent read taken at start (the probe's resourceVersion, 20); the
+// change the watch brings then is an add outside the initial list. At stop the cache is saved,
+// at the resourceVersion it reached.
+func TestPersistedCacheIsRestoredAndSyncedOnlyOnceCaughtUp(t *testing.T) {
+	dir := t.TempDir()
+	st := persist.Dir(dir)
+	_, err := persist.Save(context.Background(), st, fakeIdentity, jsonCodec{}, "10", []any{cm("a", "1"), cm("b", "2")}, time.Now())
+	require.NoError(t, err)
+	gate := make(chan struct{})
+	ft := &fakeTransport{
+		lists:   []page{{rv: "20", items: []any{cm("a", "1")}}}, // the probe: limit=1, a consistent read at 20
+		watches: [][]step{{{gate: gate}, added(cm("c", "20"))}},
+	}
+	inf := informer.New(snapshottingTransport{ft}, &corev1.ConfigMap{}, informer.Options{Logger: quiet.Logger, Persist: st, PersistPeriod: -1})
+	var r recorder
+	reg, err := inf.AddEventHandler(&r)
+	require.NoError(t, err)
+	stop := run(t, inf)
+
+	require.Equal(t, []string{"add a@1 initial=true", "add b@2 initial=true"}, r.waitFor(t, 2))
+	require.ElementsMatch(t, []string{"ns/a", "ns/b"}, inf.GetIndexer().ListKeys(), "a lister reads the restored objects")
+	require.Equal(t, rewatch.StartResuming, inf.Stats().Start.Way)
+	require.False(t, inf.HasSynced(), "synced on the snapshot, before catching up")
+	require.False(t, reg.HasSynced())
+
+	close(gate)
+	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced, reg.HasSynced))
+	require.Equal(t, []string{"add a@1 initial=true", "add b@2 initial=true", "add c@20 initial=false"}, r.waitFor(t, 3))
+	require.Equal(t, rewatch.StartResumed, inf.Stats().Start.Way, "%s", inf.Stats().Start)
+	stop()
+
+	snap, err := persist.Load(context.Background(), st, fakeIdentity, jsonCodec{})
+	require.NoError(t, err)
+	require.Equal(t, "20", snap.ResourceVersion, "saved at stop")
+	require.Len(t, snap.Items, 3)
+}
+
+// docs/semantics.md, "Persisted cache": over a client-go ListerWatcher the informer cannot keep
+// a snapshot (client-go decodes the objects): it says so in its log and lists as without one.
+func TestPersistedCacheIsOffOverAListerWatcher(t *testing.T) {
+	logs := &lockedBuffer{}
+	_, lw := source(t)
+	dir := t.TempDir()
+	inf := informer.WithOptions(informer.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Persist: persist.Dir(dir)})(lw, &corev1.ConfigMap{}, 0, nil)
+	stop := run(t, inf)
+	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	stop()
+	require.Contains(t, logs.String(), "persisted cache off")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "no snapshot written")
+}
+
+// lockedBuffer is a log destination the test reads while the informer writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
