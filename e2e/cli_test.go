@@ -254,3 +254,66 @@ func TestCLIWatchPrintsWhatKubectlPrints(t *testing.T) {
 	require.Equal(t, strings.Fields(strings.SplitN(kout.String(), "\n", 2)[0]), strings.Fields(strings.SplitN(rout.String(), "\n", 2)[0]))
 	e.report("CLI `rewatch watch` beside `kubectl get -w`", fmt.Sprintf("%d rows alike across a 410 and a refused relist", len(want)))
 }
+
+// `rewatch watch --cache-dir` on the real kube-apiserver (docs/semantics.md, "Persisted cache"):
+// the first watch lists and leaves a snapshot when it stops; the second, after a change made
+// while it was down, lists nothing of everything — one limit=1 read, then a watch from the
+// snapshot's resourceVersion — prints the change, and its summary says it resumed.
+func TestCLIWatchCacheDirResumesOnTheRealServer(t *testing.T) {
+	b := sharedReal(t)
+	e := newEnv(t, b, configMaps, 5)
+	bin := buildCLI(t)
+	kubeconfig := proxyKubeconfig(t, e.proxy.URL())
+	cache := filepath.Join(t.TempDir(), "cache")
+	watch := func(until func(stdout, stderr string) bool) (stdout, summary string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "watch", "--resource", "configmaps", "-n", e.ns, "--kubeconfig", kubeconfig,
+			"--trace=json", "--cache-dir", cache)
+		var out, errb syncbuf.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		require.NoError(t, cmd.Start())
+		ok := waitFor(60*time.Second, func() bool { return until(out.String(), errb.String()) })
+		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+		require.NoError(t, cmd.Wait(), "stderr: %s", errb.String())
+		require.True(t, ok, "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+		return out.String(), lines[len(lines)-1]
+	}
+	resourceLists := func() (full, probes int) {
+		for _, r := range e.requests(faultproxy.List) {
+			if !strings.HasSuffix(r.Path, "/configmaps") {
+				continue
+			}
+			if r.Query.Get("limit") == "1" {
+				probes++
+			} else {
+				full++
+			}
+		}
+		return full, probes
+	}
+
+	_, summary := watch(func(_, errs string) bool { return strings.Contains(errs, `"cause":"watch-opened"`) })
+	require.Contains(t, summary, `"start":"listed"`)
+	full, _ := resourceLists()
+	require.Equal(t, 1, full)
+	entries, err := os.ReadDir(cache)
+	require.NoError(t, err)
+	require.NotEmpty(t, entries, "a snapshot in the cache directory")
+
+	require.NoError(t, b.Put(context.Background(), configMaps, e.ns, "while-down", "x"))
+	// The resume watch is short (its deadline bookmark is what catches a quiet resource up):
+	// once a second watch has opened, the start has gone one way or the other.
+	out, summary := watch(func(out, errs string) bool {
+		return strings.Contains(out, "while-down") && strings.Count(errs, `"cause":"watch-opened"`) >= 2
+	})
+	require.Contains(t, summary, `"start":"resumed at rv`, "the second start")
+	full, probes := resourceLists()
+	require.Equal(t, 1, full, "no LIST of everything on the second start")
+	require.Equal(t, 1, probes, "one limit=1 read")
+	for i := range 5 {
+		require.Contains(t, out, fmt.Sprintf("obj-%d", i), "the snapshot's objects are printed as the initial list")
+	}
+	e.report("CLI `rewatch watch --cache-dir` restarted", "resumed: no LIST of everything")
+}
