@@ -490,14 +490,20 @@ func (i *Informer) shutdown() {
 }
 
 func (i *Informer) observe(ctx context.Context, t driver.Transition) {
-	if rv := t.Snapshot.LastRV; rv != "" {
-		i.rvMu.Lock()
-		i.lastRV = rv
-		i.rvMu.Unlock()
-	}
+	i.setLastRV(t.Snapshot.LastRV)
 	if t.Event.Failure != nil && t.Cause != fsm.NoCause && i.errorHandler != nil {
 		i.errorHandler(ctx, i.placeholder, t.Event.Failure.Err())
 	}
+}
+
+// setLastRV records the last resourceVersion the reflector saw ("" changes nothing).
+func (i *Informer) setLastRV(rv string) {
+	if rv == "" {
+		return
+	}
+	i.rvMu.Lock()
+	i.lastRV = rv
+	i.rvMu.Unlock()
 }
 
 // distribute queues n for every listener: one append, whatever their number, which the

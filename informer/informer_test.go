@@ -501,8 +501,10 @@ func TestADeletedInitialEventTakesTheObjectOutOfTheRelist(t *testing.T) {
 	got := r.waitFor(t, 7)
 	require.Equal(t, []string{
 		"add a@1 initial=true", "add b@2 initial=true", "add c@3 initial=true", "add d@4 initial=true",
-		"update b@2 -> b@5", "delete unknown(ns/c)", "delete unknown(ns/d)",
-	}, got)
+		"update b@2 -> b@5",
+	}, got[:5])
+	// The state's end deletes what it lacks in the indexer's key order, which is a map's.
+	require.ElementsMatch(t, []string{"delete unknown(ns/c)", "delete unknown(ns/d)"}, got[5:])
 	require.Eventually(t, func() bool { return inf.LastSyncResourceVersion() == "20" }, 10*time.Second, time.Millisecond)
 	require.ElementsMatch(t, []string{"ns/a", "ns/b"}, inf.GetIndexer().ListKeys())
 	require.Len(t, r.seen(), 7, "nothing is told of e, which the informer never held")

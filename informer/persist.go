@@ -69,10 +69,13 @@ func (i *Informer) persistence(log *slog.Logger) *driver.Persistence {
 	}
 }
 
-// fullState is called under i.mu when a full state has been applied to the indexer: the
+// fullState is called under i.mu when a full state at rv has been applied to the indexer: the
 // restore of a persisted snapshot leaves HasSynced false until the machine says the cache has
 // caught up with a consistent read taken at start (observeSync); any other makes it synced.
-func (i *Informer) fullState() {
+// LastSyncResourceVersion is the state's before HasSynced turns true, so that a caller of
+// WaitForCacheSync reads it at once, as client-go's reflector sets it before its store can sync.
+func (i *Informer) fullState(rv string) {
+	i.setLastRV(rv)
 	i.filled.Store(true)
 	if i.restorePending {
 		i.restorePending, i.catchingUp = false, true
@@ -95,6 +98,7 @@ func (i *Informer) observeSync(t driver.Transition) {
 	}
 	if i.catchingUp && t.Snapshot.Synced {
 		i.catchingUp = false
+		i.setLastRV(t.Snapshot.LastRV)
 		i.markSynced()
 	}
 }

@@ -128,7 +128,7 @@ func (s *store) Replace(items []any, resourceVersion string) error {
 	for _, n := range notes {
 		inf.distribute(n)
 	}
-	inf.fullState()
+	inf.fullState(resourceVersion)
 	return nil
 }
 
@@ -250,9 +250,6 @@ func (r *replacement) Finish(resourceVersion string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	inf := s.informer()
-	if inf.metered && resourceVersion != "" {
-		defer s.indexer.Bookmark(resourceVersion) // the list's, for client-go's store resourceVersion metric
-	}
 	for _, key := range s.indexer.ListKeys() {
 		if _, ok := r.seen[key]; ok {
 			continue
@@ -267,7 +264,10 @@ func (r *replacement) Finish(resourceVersion string) error {
 		inf.distribute(notification{kind: notifyDelete, obj: cache.DeletedFinalStateUnknown{Key: key, Obj: old}})
 	}
 	r.seen = nil
-	inf.fullState()
+	if inf.metered && resourceVersion != "" {
+		s.indexer.Bookmark(resourceVersion) // the list's, for client-go's store resourceVersion metric
+	}
+	inf.fullState(resourceVersion)
 	return nil
 }
 
