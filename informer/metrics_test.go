@@ -64,13 +64,25 @@ func (p *rvGauges) get(key string) (float64, int) {
 	return p.rv[key], p.observed[key]
 }
 
+// processProvider is the process-wide provider the test sets once; no other test of the
+// package sets one.
+var (
+	processProvider    = &rvGauges{}
+	setProcessProvider sync.Once
+)
+
 // NewSharedIndexInformerWithOptions takes client-go's options: an informer named with an
 // InformerName reports client-go's informer metrics under it through the process-wide provider
 // (cache.SetInformerMetricsProvider), as client-go's informer does; one without a name reports
 // nothing.
 func TestInformerNameReportsThroughTheProcessWideProvider(t *testing.T) {
-	provider := &rvGauges{rv: map[string]float64{}, observed: map[string]int{}}
-	cache.SetInformerMetricsProvider(provider) // the first call wins; no other test of the package sets one
+	// client-go keeps the first provider set for the process: one for every run of the test
+	// (-count), emptied for each.
+	setProcessProvider.Do(func() { cache.SetInformerMetricsProvider(processProvider) })
+	provider := processProvider
+	provider.mu.Lock()
+	provider.rv, provider.observed = map[string]float64{}, map[string]int{}
+	provider.mu.Unlock()
 	s, simURL := startSim(t, 2)
 	cs, err := kubernetes.NewForConfig(&rest.Config{Host: simURL})
 	require.NoError(t, err)
