@@ -76,32 +76,40 @@ func persistenceOf(cfg Config, transport *httpapi.Transport) (*driver.Persistenc
 	if _, ok := cfg.Store.(driver.Lister); !ok {
 		return nil, fmt.Errorf("Persist: the Store (%T) has no List() []any to take its objects from", cfg.Store)
 	}
-	period := cfg.PersistPeriod
-	switch {
-	case period == 0:
-		period = DefaultPersistPeriod
-	case period < 0:
-		period = 0 // only at stop
-	}
-	p, err := NewPersistence(cfg.Persist, transport, period, cfg.Clock)
+	p, err := NewPersistence(cfg.Persist, transport, cfg.PersistPeriod, cfg.Clock)
 	if err != nil {
 		return nil, fmt.Errorf("Persist: %w", err)
 	}
 	return p, nil
 }
 
+// Snapshotter is what a transport needs for a persisted cache: a codec for the objects it
+// decodes and the identity of what it watches. rewatch's HTTP transport (*httpapi.Transport) has
+// both; a client-go ListerWatcher hides its decoding, so a reflector over one keeps no snapshot.
+type Snapshotter interface {
+	SnapshotCodec() (persist.Codec, error)
+	SnapshotIdentity() persist.Identity
+}
+
 // NewPersistence is a driver.Persistence that keeps the snapshot of what transport watches (its
-// SnapshotIdentity) in st, in its decoder's codec (SnapshotCodec), saved every period (0: only
-// at stop) with the time of clock (nil: the wall clock): what New builds for Config.Persist,
+// SnapshotIdentity) in st, in its decoder's codec (SnapshotCodec), saved every period as
+// Config.PersistPeriod reads it (0: DefaultPersistPeriod; negative: only at stop) with the time
+// of clock (nil: the wall clock): what New builds for Config.Persist,
 // for a reflector the façade does not run (package informer's). A snapshot that is not there
 // is no error; one persist.Load refuses is the driver's to log (docs/semantics.md, "Persisted
 // cache"). It fails when the transport's decoder has no snapshot codec.
-func NewPersistence(st persist.Store, transport *httpapi.Transport, period time.Duration, clock clockx.Clock) (*driver.Persistence, error) {
+func NewPersistence(st persist.Store, transport Snapshotter, period time.Duration, clock clockx.Clock) (*driver.Persistence, error) {
 	codec, err := transport.SnapshotCodec()
 	if err != nil {
 		return nil, err
 	}
 	id := transport.SnapshotIdentity()
+	switch {
+	case period == 0:
+		period = DefaultPersistPeriod
+	case period < 0:
+		period = 0 // the driver's "only at stop"
+	}
 	return &driver.Persistence{
 		Period: period,
 		Load: func(ctx context.Context) (string, []any, error) {

@@ -2,22 +2,12 @@ package informer
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
-	"github.com/rewatch/rewatch/persist"
 )
-
-// snapshotter is what a transport needs for a persisted cache: a codec for the objects it
-// decodes and the identity of what it watches. rewatch's HTTP transport has both; a client-go
-// ListerWatcher hides its decoding, so an informer over one keeps no snapshot.
-type snapshotter interface {
-	SnapshotCodec() (persist.Codec, error)
-	SnapshotIdentity() persist.Identity
-}
 
 // persistence is the driver's Persistence for Options.Persist (docs/semantics.md, "Persisted
 // cache"), or nil when it is off or cannot work over this transport, which is logged: the
@@ -26,47 +16,30 @@ func (i *Informer) persistence(log *slog.Logger) *driver.Persistence {
 	if i.opts.Persist == nil {
 		return nil
 	}
-	sn, ok := i.transport.(snapshotter)
+	sn, ok := i.transport.(rewatch.Snapshotter)
 	if !ok {
 		log.Error("persisted cache off: it needs rewatch's HTTP transport (ForClientset, NewHTTP, ForRESTConfig, package informer/factory), not a ListerWatcher",
 			"informer", i.name)
 		return nil
 	}
-	codec, err := sn.SnapshotCodec()
+	p, err := rewatch.NewPersistence(i.opts.Persist, sn, i.opts.PersistPeriod, i.opts.Clock)
 	if err != nil {
 		log.Error("persisted cache off", "informer", i.name, "err", err)
 		return nil
 	}
-	id, st := sn.SnapshotIdentity(), i.opts.Persist
-	period := i.opts.PersistPeriod
-	switch {
-	case period == 0:
-		period = rewatch.DefaultPersistPeriod
-	case period < 0:
-		period = 0 // the driver's "only at stop"
-	}
-	return &driver.Persistence{
-		Load: func(ctx context.Context) (string, []any, error) {
-			snap, err := persist.Load(ctx, st, id, codec)
-			if errors.Is(err, persist.ErrNotFound) {
-				return "", nil, nil
-			}
-			if err != nil {
-				return "", nil, err
-			}
+	load := p.Load
+	p.Load = func(ctx context.Context) (string, []any, error) {
+		rv, items, err := load(ctx)
+		if err == nil && rv != "" {
 			// The next full state the driver applies is this snapshot's restore, unless the
-			// machine drops it first (observe): it does not make the informer synced.
+			// machine drops it first (observeSync): it does not make the informer synced.
 			i.mu.Lock()
 			i.restorePending = true
 			i.mu.Unlock()
-			return snap.ResourceVersion, snap.Items, nil
-		},
-		Save: func(ctx context.Context, rv string, items []any) error {
-			_, err := persist.Save(ctx, st, id, codec, rv, items, i.opts.Clock.Now())
-			return err
-		},
-		Period: period,
+		}
+		return rv, items, err
 	}
+	return p
 }
 
 // fullState is called under i.mu when a full state at rv has been applied to the indexer: the
