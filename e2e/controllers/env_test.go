@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -178,23 +179,29 @@ func untilFired(t *testing.T, b testbackend.Backend, ns string, pause, within ti
 	return through
 }
 
-// startManager starts mgr until the test ends (which waits for it to stop) and waits for its
-// cache to sync.
-func startManager(t *testing.T, mgr manager.Manager) {
+// startManager starts mgr and waits for its cache to sync. It returns stop, which stops the
+// manager and waits until it has returned (its informers with it); the end of the test stops
+// it too, if the test has not.
+func startManager(t *testing.T, mgr manager.Manager) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("the manager did not stop")
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Error("the manager did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
 	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
 	defer syncCancel()
 	require.True(t, mgr.GetCache().WaitForCacheSync(syncCtx), "the manager's cache never synced")
+	return stop
 }

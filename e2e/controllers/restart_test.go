@@ -34,7 +34,10 @@ import (
 // (rewatch-bench restart) cut to what keeps CI short.
 const restartObjects = 2000
 
-var configMapType = reflect.TypeOf(&corev1.ConfigMap{})
+var (
+	configMapType = reflect.TypeOf(&corev1.ConfigMap{})
+	configMapsGVR = corev1.SchemeGroupVersion.WithResource("configmaps")
+)
 
 // fillConfigMaps creates cm-0 … cm-<n-1> of ~1 KiB in ns, 16 at a time.
 func fillConfigMaps(t *testing.T, cs kubernetes.Interface, ns string, n int) {
@@ -85,7 +88,8 @@ func changeWhileDown(t *testing.T, cs kubernetes.Interface, ns string, objects, 
 }
 
 // restartedController is one run of a controller: the ConfigMap informer of a SharedInformerFactory —
-// rewatch's with opts, or client-go's — through a rest.Config, with a handler that records
+// rewatch's with opts ("rewatch"; "dynamic" and "metadata" for its dynamic and metadata
+// factories), or client-go's — through a rest.Config, with a handler that records
 // what it hears.
 type restartedController struct {
 	kind   string
@@ -111,6 +115,15 @@ func startController(t *testing.T, kind string, cfg *rest.Config, ns string, opt
 		f := factory.New(cs, 0, opts, informers.WithNamespace(ns))
 		c.inf = f.Core().V1().ConfigMaps().Informer()
 		c.stats = func() rewatch.Start { return f.Stats()[configMapType].Start }
+		f.Start(ctx.Done())
+		c.stop = f.Shutdown
+	case "dynamic", "metadata":
+		// The dynamic factory's informers decode unstructured objects, the metadata
+		// factory's PartialObjectMetadata: each keeps its snapshot in its own codec.
+		f, err := factory.NewResourceFactory(cfg, kind == "metadata", 0, ns, nil, opts)
+		require.NoError(t, err)
+		c.inf = f.ForResource(configMapsGVR).Informer()
+		c.stats = func() rewatch.Start { return f.Stats()[configMapsGVR].Start }
 		f.Start(ctx.Done())
 		c.stop = f.Shutdown
 	default:
