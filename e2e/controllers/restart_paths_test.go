@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -66,14 +67,22 @@ func TestResourceFactoryRestartResumesFromItsPersistedCache(t *testing.T) {
 }
 
 // crManager is a controller-runtime manager whose cache is built with informer.ForRESTConfig
-// and opts, caching in ns ConfigMaps (those that match sel, if not nil), typed and metadata-only,
-// and Secrets, and the informers its cache built, by the type of their example object. The
+// and opts, caching in ns ConfigMaps (those that match sel, if not nil), typed, metadata-only and
+// unstructured, and Secrets, and the informers its cache built, by the type of their example object. The
 // Secrets' informer is made by a second ForRESTConfig without Persist, as README says to keep a
 // type off disk.
 type crManager struct {
 	manager.Manager
 	mu   sync.Mutex
 	infs map[string]*informer.Informer
+}
+
+// unstructuredConfigMap is the example of an unstructured ConfigMap informer.
+func unstructuredConfigMap() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	return u
 }
 
 // metadataConfigMap is the example of a metadata-only ConfigMap informer.
@@ -105,8 +114,9 @@ func newCRManager(t *testing.T, cfg *rest.Config, ns string, sel labels.Selector
 			},
 			DefaultNamespaces: map[string]crcache.Config{ns: {}},
 			ByObject: map[client.Object]crcache.ByObject{
-				&corev1.ConfigMap{}: {Label: sel},
-				metadataConfigMap(): {Label: sel},
+				&corev1.ConfigMap{}:     {Label: sel},
+				metadataConfigMap():     {Label: sel},
+				unstructuredConfigMap(): {Label: sel},
 			},
 		},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -114,16 +124,16 @@ func newCRManager(t *testing.T, cfg *rest.Config, ns string, sel labels.Selector
 		Logger:                 logr.Discard(),
 	})
 	require.NoError(t, err)
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, metadataConfigMap(), &corev1.Secret{}} {
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, metadataConfigMap(), unstructuredConfigMap(), &corev1.Secret{}} {
 		_, err = m.GetCache().GetInformer(t.Context(), obj)
 		require.NoError(t, err)
 	}
 	return m
 }
 
-// cached is key → resourceVersion of the ConfigMaps in the manager's cache, typed and
-// metadata-only.
-func (m *crManager) cached(t *testing.T) (typed, metadataOnly map[string]string) {
+// cached is key → resourceVersion of the ConfigMaps in the manager's cache, typed,
+// metadata-only and unstructured.
+func (m *crManager) cached(t *testing.T) (typed, metadataOnly, unstruct map[string]string) {
 	t.Helper()
 	var l corev1.ConfigMapList
 	require.NoError(t, m.GetCache().List(t.Context(), &l))
@@ -137,7 +147,15 @@ func (m *crManager) cached(t *testing.T) (typed, metadataOnly map[string]string)
 	for _, cm := range ml.Items {
 		metadataOnly[cm.Namespace+"/"+cm.Name] = cm.ResourceVersion
 	}
-	return typed, metadataOnly
+	ul := &unstructured.UnstructuredList{}
+	ul.SetAPIVersion("v1")
+	ul.SetKind("ConfigMapList")
+	require.NoError(t, m.GetCache().List(t.Context(), ul))
+	unstruct = map[string]string{}
+	for _, cm := range ul.Items {
+		unstruct[cm.GetNamespace()+"/"+cm.GetName()] = cm.GetResourceVersion()
+	}
+	return typed, metadataOnly, unstruct
 }
 
 // ways is how each of the manager's informers started, by the type of its example object.
@@ -162,7 +180,7 @@ func (m *crManager) run(t *testing.T) (stop func()) {
 // docs/semantics.md, "Persisted cache", through controller-runtime (README, "A restart without a
 // LIST"): a manager whose cache is built with ForRESTConfig and Options.Persist, stopped and
 // started again after a change made while it was down, makes no LIST of everything, and its
-// cache — typed and metadata-only ConfigMaps — is the server's state once WaitForCacheSync
+// cache — typed, metadata-only and unstructured ConfigMaps — is the server's state once WaitForCacheSync
 // returns; Secrets, routed to a ForRESTConfig without Persist, never reach the directory. The
 // snapshot's identity is the informer's namespace and selectors as controller-runtime asks for
 // them: a manager with another ByObject label selector, on the same directory, does not load the
@@ -190,35 +208,37 @@ func TestControllerRuntimeRestartResumesFromItsPersistedCache(t *testing.T) {
 		}
 		return files
 	}
-	const typedCM, metaCM, secret = "*v1.ConfigMap", "*v1.PartialObjectMetadata", "*v1.Secret"
+	const typedCM, metaCM, unCM, secret = "*v1.ConfigMap", "*v1.PartialObjectMetadata", "*unstructured.Unstructured", "*v1.Secret"
 
 	newCRManager(t, cfg, ns, nil, opts).run(t)()
-	require.Equal(t, []string{"configmaps", "configmaps"}, snapshots(), "a snapshot per ConfigMap informer, none of Secrets")
+	require.Equal(t, []string{"configmaps", "configmaps", "configmaps"}, snapshots(), "a snapshot per ConfigMap informer, none of Secrets")
 	changeWhileDown(t, cs, ns, pathObjects, 5, "down")
 	want := serverVersions(t, cs, ns)
 	p.Reset()
 
 	m := newCRManager(t, cfg, ns, nil, opts)
 	stop := m.run(t)
-	typed, metadataOnly := m.cached(t)
+	typed, metadataOnly, unstruct := m.cached(t)
 	require.Equal(t, want, typed, "the cache at WaitForCacheSync is not the server's state")
 	require.Equal(t, want, metadataOnly, "the metadata-only cache at WaitForCacheSync is not the server's state")
+	require.Equal(t, want, unstruct, "the unstructured cache at WaitForCacheSync is not the server's state")
 	require.Zero(t, fullStateTransfers(p), "the restart transferred the whole state")
-	require.Equal(t, 2, limitOneReads(p), "one consistent read per ConfigMap informer")
-	require.Equal(t, map[string]rewatch.StartWay{typedCM: rewatch.StartResumed, metaCM: rewatch.StartResumed, secret: rewatch.StartListed}, m.ways(t))
+	require.Equal(t, 3, limitOneReads(p), "one consistent read per ConfigMap informer")
+	require.Equal(t, map[string]rewatch.StartWay{typedCM: rewatch.StartResumed, metaCM: rewatch.StartResumed, unCM: rewatch.StartResumed, secret: rewatch.StartListed}, m.ways(t))
 	stop()
 
 	p.Reset()
 	other := newCRManager(t, cfg, ns, labels.SelectorFromSet(labels.Set{"app": "other"}), opts)
 	stop = other.run(t)
 	selected := map[string]string{ns + "/other-1": want[ns+"/other-1"], ns + "/other-2": want[ns+"/other-2"]}
-	typed, metadataOnly = other.cached(t)
+	typed, metadataOnly, unstruct = other.cached(t)
 	require.Equal(t, selected, typed)
 	require.Equal(t, selected, metadataOnly)
-	require.Equal(t, 2, fullStateTransfers(p), "another selector: a LIST per ConfigMap informer")
+	require.Equal(t, selected, unstruct)
+	require.Equal(t, 3, fullStateTransfers(p), "another selector: a LIST per ConfigMap informer")
 	require.Zero(t, limitOneReads(p), "another selector: no snapshot to resume from")
-	require.Equal(t, map[string]rewatch.StartWay{typedCM: rewatch.StartListed, metaCM: rewatch.StartListed, secret: rewatch.StartListed}, other.ways(t))
+	require.Equal(t, map[string]rewatch.StartWay{typedCM: rewatch.StartListed, metaCM: rewatch.StartListed, unCM: rewatch.StartListed, secret: rewatch.StartListed}, other.ways(t))
 	stop()
 	require.NotContains(t, logs.String(), "refused")
-	require.Len(t, snapshots(), 4, "a snapshot per identity")
+	require.Len(t, snapshots(), 6, "a snapshot per identity")
 }
