@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -96,12 +94,7 @@ func apfRestartOnce(ctx context.Context, o FleetOptions, n int, variant string) 
 			args = append(args, "-journal", res.Journal)
 		}
 	}
-	cmd := exec.CommandContext(ctx, o.Self, args...)
-	cmd.Env = os.Environ()
-	if variant == VariantCGList {
-		cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient=false")
-	}
-	cmd.Stderr = os.Stderr
+	cmd := variantCommand(ctx, variant, o.Self, args...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	writeCtx, stopWriting := context.WithCancel(ctx)

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -332,12 +331,7 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 		res.Journal = filepath.Join(o.JournalDir, fmt.Sprintf("fleet-%s-%d-%s-%s.journal", scenario, n, variant, time.Now().Format("150405")))
 		args = append(args, "-journal", res.Journal)
 	}
-	cmd := exec.CommandContext(ctx, o.Self, args...)
-	cmd.Env = os.Environ()
-	if variant == VariantCGList {
-		cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient=false")
-	}
-	cmd.Stderr = os.Stderr
+	cmd := variantCommand(ctx, variant, o.Self, args...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	fleetStart := time.Now()

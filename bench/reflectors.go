@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +23,19 @@ import (
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/persist"
 )
+
+// variantCommand is a child process of the benchmark (self with args) for a variant: client-go's
+// LIST mode is its WatchListClient feature gate turned off in the child's environment. The
+// child's stderr is the benchmark's.
+func variantCommand(ctx context.Context, variant, self string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Env = os.Environ()
+	if variant == VariantCGList {
+		cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient=false")
+	}
+	cmd.Stderr = os.Stderr
+	return cmd
+}
 
 // Variants of reflector the benchmarks compare.
 const (

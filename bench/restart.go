@@ -280,13 +280,8 @@ type runningChild struct {
 }
 
 func (c restartChild) start(ctx context.Context, want map[string]string) (*runningChild, error) {
-	cmd := exec.CommandContext(ctx, c.self, "restart-child", "-variant", c.variant, "-server", c.server, "-cache-dir", c.dir,
+	cmd := variantCommand(ctx, c.variant, c.self, "restart-child", "-variant", c.variant, "-server", c.server, "-cache-dir", c.dir,
 		"-want-count", strconv.Itoa(len(want)), "-want-hash", strconv.FormatUint(stateHash(want), 10))
-	cmd.Env = os.Environ()
-	if c.variant == VariantCGList {
-		cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient=false")
-	}
-	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

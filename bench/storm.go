@@ -138,16 +138,11 @@ func RunStorm(ctx context.Context, o StormOptions) (*StormResult, error) {
 		}
 		srv := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
-		cmd := exec.CommandContext(ctx, o.Self, "storm-child", "-variant", v, "-server", "http://"+ln.Addr().String(),
+		cmd := variantCommand(ctx, v, o.Self, "storm-child", "-variant", v, "-server", "http://"+ln.Addr().String(),
 			"-ns", stormNS, "-n", fmt.Sprint(o.Objects))
 		if v == VariantRewatch && o.Journal != "" {
 			cmd.Args = append(cmd.Args, "-journal", o.Journal)
 		}
-		cmd.Env = os.Environ()
-		if v == VariantCGList {
-			cmd.Env = append(cmd.Env, "KUBE_FEATURE_WatchListClient=false")
-		}
-		cmd.Stderr = os.Stderr
 		stdin, _ := cmd.StdinPipe()
 		stdout, _ := cmd.StdoutPipe()
 		c := &child{variant: v, front: f, proxy: p, srv: srv, cmd: cmd, stdin: stdin, lines: make(chan string, 4)}
