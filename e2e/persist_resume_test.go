@@ -18,11 +18,12 @@ import (
 
 // docs/semantics.md "Persisted cache", "A quiet resource": a reflector restarted from its
 // persisted store while other resources were written — the probe's consistent read is past
-// every event of its own — catches up on the bookmark kube-apiserver sends 2 s before the
-// catch-up watch's 5 s deadline: synced through the watch, with one LIST (the probe's one
-// item) and no relist, where the watch's first periodic bookmark would come after one or two
-// minutes.
-func TestQuietResumeCatchesUpOnTheDeadlineBookmark(t *testing.T) {
+// every event of its own — catches up by the catch-up watch's 5 s deadline: on the bookmark
+// kube-apiserver sends 2 s before it when its watch cache has moved since the watch began, or
+// else on the clean end of the watch at that deadline ("A catch-up watch that the server ends
+// at its deadline"). Synced through the watch, with one LIST (the probe's one item) and no
+// relist, where the watch's first periodic bookmark would come after one or two minutes.
+func TestQuietResumeCatchesUpByTheCatchUpDeadline(t *testing.T) {
 	b := sharedReal(t)
 	e := newEnv(t, b, configMaps, 5)
 	dir := filepath.Join(t.TempDir(), "cache")
@@ -54,7 +55,7 @@ func TestQuietResumeCatchesUpOnTheDeadlineBookmark(t *testing.T) {
 	}
 	e.mu.Lock()
 	for _, tr := range e.trans {
-		assert.NotEqual(t, fsm.CauseCatchUpMissed, tr.Cause, "the catch-up watch ended without its bookmark")
+		assert.NotEqual(t, fsm.CauseCatchUpMissed, tr.Cause, "the catch-up watch was cut before it caught up")
 	}
 	e.mu.Unlock()
 }

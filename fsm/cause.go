@@ -56,6 +56,7 @@ const (
 	CauseRefreshCredentials
 	CauseCredentialsRefreshed
 	CauseCatchUpMissed
+	CauseCaughtUpAtDeadline
 
 	// Backoff.
 	CauseRetryWatch
@@ -126,6 +127,7 @@ var causeIDs = [numCauses]causeName{
 	CauseRefreshCredentials:      {ID: "refresh-credentials"},
 	CauseCredentialsRefreshed:    {ID: "credentials-refreshed"},
 	CauseCatchUpMissed:           {ID: "catch-up-missed"},
+	CauseCaughtUpAtDeadline:      {ID: "caught-up-at-deadline"},
 
 	CauseRetryWatch:  {ID: "retry-watch"},
 	CauseRetryRelist: {ID: "retry-relist"},

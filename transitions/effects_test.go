@@ -231,6 +231,13 @@ func rowCases() map[fsm.Transition]rowCase {
 	cases[row(fsm.Watching, fsm.CauseCatchUpMissed)] = rowCase{
 		setup: func(p *play) { probing(p); p.step(probePage("150")(p)); p.step(p.event(fsm.EvWatchOpened)) },
 		event: plain(fsm.EvWatchEnded), want: []fsm.CommandKind{list}}
+	cases[row(fsm.Watching, fsm.CauseCaughtUpAtDeadline)] = rowCase{
+		setup: func(p *play) { probing(p); p.step(probePage("150")(p)); p.step(p.event(fsm.EvWatchOpened)) },
+		event: func(p *play) fsm.Event {
+			p.now = p.now.Add(5 * time.Second)
+			return p.event(fsm.EvWatchEnded)
+		},
+		want: []fsm.CommandKind{watch}}
 
 	watching := func(p *play) { p.watching() }
 	opened := func(p *play) { p.watching(); p.step(p.event(fsm.EvWatchOpened)) }

@@ -2,6 +2,7 @@ package transitions
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/rewatch/rewatch/fsm"
 )
@@ -63,13 +64,33 @@ var resumeRules = []rule{
 		},
 	},
 	{
-		// The resume watch ended without reaching the probe's RV: kube-apiserver sends a
-		// bookmark 2 s before a watch's deadline, and the catch-up watch asks for a deadline a
-		// few seconds away, so a server that let it end without one sends no bookmarks (no
-		// watch cache) or lags. A relist bounds how long the store stays unsynced; it skips
-		// the unchanged items of the restored store.
+		// The resume watch ran to the deadline it asked for and the server ended it cleanly
+		// without a bookmark at the probe's RV. It was opened after the probe's consistent
+		// read had made the watch cache at least as new as that RV, and a watch from the
+		// cache is sent every event after its RV up to the cache's before anything later: a
+		// stream the server kept open to its deadline has delivered everything up to the
+		// probe's RV. kube-apiserver sends no bookmark at the RV a new watcher starts from
+		// (the cache's, already past the probe's), so on a quiet resource this end, not a
+		// bookmark, is what says the store caught up (docs/semantics.md, "Persisted cache").
+		cause: fsm.CauseCaughtUpAtDeadline, label: "catch-up watch ended at its deadline → synced, re-WATCH",
+		retry: true, avoidsList: fsm.AvoidsList,
+		reads: []reading{on(answersWatch, fsm.EvWatchEnded).when(endedAtCatchUpDeadline)},
+		rows:  []fsm.Transition{stays(fsm.Watching)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			s.Synced = true
+			s.Resume = fsm.ResumeState{}
+			m.watchFailed(s, &e, &out)
+			m.openWatch(s, &out)
+			return out
+		},
+	},
+	{
+		// The resume watch ended early, or with a failure, before reaching the probe's RV
+		// (a reset, a server going away): what it delivered proves nothing past its last
+		// event. A relist bounds how long the store stays unsynced; it skips the unchanged
+		// items of the restored store.
 		cause: fsm.CauseCatchUpMissed, label: "watch ended before catching up → LIST at last RV", retry: true,
-		reads: []reading{on(answersWatch, fsm.EvWatchEnded).when(catchingUp)},
+		reads: []reading{on(answersWatch, fsm.EvWatchEnded).when(catchUpCut)},
 		rows:  []fsm.Transition{moves(fsm.Watching, fsm.Relisting)},
 		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
 			m.watchFailed(s, &e, &out)
@@ -95,7 +116,25 @@ func startsFromSnapshot(_ *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 	return s.Seq == 0 && e.ResourceVersion != ""
 }
 
-func catchingUp(_ *Machine, s *fsm.Snapshot, _ fsm.Event) bool { return s.Resume.CatchingUp }
+// endedAtCatchUpDeadline: the catch-up watch ended cleanly no earlier than a second before the
+// deadline it asked for (the server's timer and ours start a round trip apart), and no frame
+// came in the second before its end. The server sends the events it owes a new watcher back to
+// back, so a quiet last second says it had sent them all; a stream still delivering when the
+// server's timer ended it may have been cut in the middle of them.
+func endedAtCatchUpDeadline(_ *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	last := s.Watch.Silence.LastFrame
+	return s.Resume.CatchingUp && e.Failure == nil && s.Watch.Open &&
+		e.Now.Sub(s.Watch.OpenedAt) >= (catchUpWatchTimeout-1)*time.Second &&
+		(last.IsZero() || e.Now.Sub(last) >= catchUpQuietTail)
+}
+
+// catchUpQuietTail is how long a catch-up watch must have been quiet before the server ended it
+// for that end to count as caught up.
+const catchUpQuietTail = time.Second
+
+func catchUpCut(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return s.Resume.CatchingUp && !endedAtCatchUpDeadline(m, s, e)
+}
 
 // snapshotResumable: the probe's page says the snapshot is not ahead of the server. Both RVs
 // are read as kube-apiserver writes them, decimal etcd revisions; the API says RVs are opaque,

@@ -251,7 +251,7 @@ func quickEndsSpent(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 }
 
 // rewatchesAtEnd and waitsAtEnd read a stream's end while no restored snapshot is catching up
-// (catch-up-missed reads it then): before QuickEndsBeforeBackoff quick ends in a row, or with
+// (caught-up-at-deadline and catch-up-missed read it then): before QuickEndsBeforeBackoff quick ends in a row, or with
 // it.
 func rewatchesAtEnd(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 	return !s.Resume.CatchingUp && !quickEndsSpent(m, s, e)
