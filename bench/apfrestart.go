@@ -105,7 +105,7 @@ func apfRestartOnce(ctx context.Context, o FleetOptions, n int, variant string) 
 		stopWriting()
 		return res, err
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	defer endChild(cmd, stdin)
 	go func() { defer close(written); writer(writeCtx, cs, fleetNS, o.Objects, o.WriteEvery) }()
 	defer stopWriter()
 	lines := make(chan string, 16)

@@ -338,7 +338,7 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	if err := cmd.Start(); err != nil {
 		return res, err
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	defer endChild(cmd, stdin)
 	lines := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(stdout)

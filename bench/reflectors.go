@@ -37,6 +37,23 @@ func variantCommand(ctx context.Context, variant, self string, args ...string) *
 	return cmd
 }
 
+// endChild ends a benchmark's child: its stdin closed, it stops its reflectors, whose journals
+// then end with whole records, and exits. One that has not exited within childGrace is killed.
+func endChild(cmd *exec.Cmd, stdin io.Closer) {
+	_ = stdin.Close()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(childGrace):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// childGrace is how long a child has to stop its reflectors once told to.
+const childGrace = 30 * time.Second
+
 // Variants of reflector the benchmarks compare.
 const (
 	VariantRewatch  = "rewatch"
@@ -58,12 +75,16 @@ const (
 	// as it did before relists asked the watch cache for the whole list in one request: kept to
 	// measure what that buys. Run it with -variants.
 	VariantRewatchPaged = "rewatch-paged"
+	// VariantRewatchSingle is rewatch told that the server is one kube-apiserver
+	// (Policy.SingleServer: a young watch cache's 410 relists without a fresh-connection
+	// re-watch), with watch-lists as client-go's default has them. Run it with -variants.
+	VariantRewatchSingle = "rewatch-single-watchlist"
 )
 
 // isRewatch says whether a variant is one of rewatch's.
 func isRewatch(variant string) bool {
 	switch variant {
-	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList, VariantRewatchExact, VariantRewatchPaged:
+	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList, VariantRewatchExact, VariantRewatchPaged, VariantRewatchSingle:
 		return true
 	}
 	return false
@@ -113,8 +134,9 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 				Client: &http.Client{Transport: rt}, Server: t.Server,
 				Resource: rewatch.Resource{Group: t.GVR.Group, Version: t.GVR.Version, Resource: t.GVR.Resource, Namespace: t.Namespace},
 			},
-			Policy: rewatch.Policy{WatchList: t.WatchList || variant == VariantRewatchWatchList, PageSize: t.PageSize, PageRelists: variant == VariantRewatchPaged},
-			Store:  store.ForDriver(), Journal: t.Journal,
+			Policy: rewatch.Policy{WatchList: t.WatchList || variant == VariantRewatchWatchList || variant == VariantRewatchSingle,
+				PageSize: t.PageSize, PageRelists: variant == VariantRewatchPaged, SingleServer: variant == VariantRewatchSingle},
+			Store: store.ForDriver(), Journal: t.Journal,
 		}
 		if t.CacheDir != "" {
 			cfg.Persist = persist.Dir(t.CacheDir)

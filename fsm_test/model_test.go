@@ -77,6 +77,7 @@ func drawConfig(t *rapid.T) transitions.Config {
 		PageSize:               rapid.SampledFrom([]int64{0, 2, -1}).Draw(t, "pageSize"),
 		RetryAfterSpread:       rapid.SampledFrom([]float64{0, 0, 0.5, 1, transitions.RetryAfterExact}).Draw(t, "raSpread"),
 		PageRelists:            rapid.Bool().Draw(t, "pageRelists"),
+		SingleServer:           rapid.Bool().Draw(t, "singleServer"),
 		// The optional policies: a relist cap, a caller that refreshes credentials.
 		MaxRelists:         rapid.SampledFrom([]int{0, 0, 1, 3}).Draw(t, "maxRelists"),
 		CredentialsRefresh: rapid.Bool().Draw(t, "credentialsRefresh"),

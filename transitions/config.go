@@ -93,6 +93,14 @@ type Config struct {
 	// WatchList opens the initial state as a watch-list stream (sendInitialEvents=true) and falls
 	// back to LIST when the server does not support it.
 	WatchList bool `json:"watchList,omitempty" help:"stream the initial state (sendInitialEvents), falling back to LIST"`
+	// SingleServer says the server is one kube-apiserver, not several behind a load balancer (a
+	// single control-plane node: kind, k3s, minikube). A resume answered 410 by a watch cache
+	// younger than the resume RV then relists at once, instead of first re-watching on a fresh
+	// connection, which can only reach the same young cache there and costs one WATCH per
+	// reflector each time the server restarts. Off by default: the client cannot tell one
+	// server from several, and behind a balancer that re-watch is what avoids the relist
+	// (docs/semantics.md, "behind a load balancer").
+	SingleServer bool `json:"singleServer,omitempty" help:"the server is one kube-apiserver (no balancer over several): a 410 from a young watch cache relists without a fresh-connection re-watch"`
 	// CredentialsRefresh: the caller refreshes credentials when asked (fsm.HookRefreshCredentials;
 	// the façade's RefreshCredentials). A watch refused with 401 after the server had accepted
 	// them asks it, at most once a minute, and re-watches at once (docs/semantics.md,

@@ -283,8 +283,9 @@ func firstExpiry(young bool) func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool
 // reflector reached that RV more than 75 s ago — an ordinary 410, which would only cost an extra
 // WATCH before the relist. An RV reached less than ResumeRVLifetime (60 s) ago that a cache no
 // longer holds is one its cache started after (docs/semantics.md, "behind a load balancer").
+// Where the caller says there is one kube-apiserver (SingleServer), no other cache can serve it.
 func (m *Machine) youngCache(s *fsm.Snapshot, e *fsm.Event) bool {
-	if s.Watch.FreshTried || s.Watch.Events > 0 || e.Failure == nil ||
+	if m.cfg.SingleServer || s.Watch.FreshTried || s.Watch.Events > 0 || e.Failure == nil ||
 		e.Now.Sub(s.RVAdvancedAt) >= m.cfg.ResumeRVLifetime {
 		return false
 	}
