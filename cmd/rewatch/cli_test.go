@@ -223,6 +223,30 @@ func TestDemoConvergesAndJournalReplays(t *testing.T) {
 	if code, _, errOut := runCLI(t, context.Background(), "replay", tampered); code != exitOK {
 		t.Errorf("tampered replay without --check: exit %d: %s", code, errOut)
 	}
+
+	// A recorded decision the machine no longer makes (a journal written by other code): the
+	// replay without --check still runs to the end, and says that what it shows from there on
+	// is not what the run did.
+	orig, err := os.ReadFile(journalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewritten := strings.Replace(string(orig), `"to":"Relisting","cause":"expired"`, `"to":"Watching","cause":"expired-young-cache"`, 1)
+	if rewritten == string(orig) {
+		t.Fatal("journal has no 410 relist to rewrite")
+	}
+	otherCode := filepath.Join(t.TempDir(), "other-code.journal")
+	if err := os.WriteFile(otherCode, []byte(rewritten), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI(t, context.Background(), "replay", otherCode)
+	if code != exitOK || !strings.Contains(out, "1 of them replayed otherwise than recorded") ||
+		!strings.Contains(out, "recorded Watching --expired-young-cache--> Watching, replayed Watching --expired--> Relisting") {
+		t.Errorf("replay of a journal whose decisions differ: exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	if code, out, _ := runCLI(t, context.Background(), "replay", journalPath); code != exitOK || strings.Contains(out, "otherwise than recorded") {
+		t.Errorf("replay of an intact journal says it differs: exit %d\n%s", code, out)
+	}
 }
 
 // watch against the simulated server through a kubeconfig, as kubectl users would run it.

@@ -56,10 +56,20 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	p := newPrinter(stdout, output)
 	var first time.Time
 	records, shownN := 0, 0
+	// Without --check the replay goes on past a record the machine now decides otherwise, and
+	// prints what it decides now; the reader must still learn that the story differs from the
+	// run that wrote the journal (docs/journal.md, "Replay").
+	differs, firstDiffer := 0, journal.Step{}
 	_, err = journal.Replay(f, journal.ReplayOptions{Check: check, OnStep: func(s journal.Step) {
 		records++
 		if first.IsZero() {
 			first = s.Record.Event.Now
+		}
+		if s.Record.Cause != fsm.NoCause && (s.Cause != s.Record.Cause || s.From != s.Record.From || s.To != s.Record.To) {
+			if differs == 0 {
+				firstDiffer = s
+			}
+			differs++
 		}
 		if !all && (s.Cause == fsm.NoCause || s.Cause == fsm.CauseWatchEvent || s.Cause == fsm.CauseInitialEvent) {
 			return
@@ -80,7 +90,15 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if check {
 		msg += "; check: every transition and command matches the recording"
 	}
-	p.note("replayed", msg, map[string]any{"records": records, "checked": check})
+	fields := map[string]any{"records": records, "checked": check}
+	if differs > 0 {
+		r := firstDiffer.Record
+		msg += fmt.Sprintf("; %d of them replayed otherwise than recorded, the first seq %d (recorded %s --%s--> %s, replayed %s --%s--> %s): "+
+			"this machine does not make the recorded decisions, so what is shown from there on is not what the run did (--check stops at the first)",
+			differs, r.Seq, r.From, r.Cause, r.To, firstDiffer.From, firstDiffer.Cause, firstDiffer.To)
+		fields["differing"] = differs
+	}
+	p.note("replayed", msg, fields)
 	return nil
 }
 
