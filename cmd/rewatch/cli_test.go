@@ -249,22 +249,30 @@ func TestDemoConvergesAndJournalReplays(t *testing.T) {
 	}
 }
 
-// watch against the simulated server through a kubeconfig, as kubectl users would run it.
-func TestWatchPrintsTransitionsAndSummary(t *testing.T) {
-	srv := sim.New(sim.Options{})
+// simWithConfigMaps starts a simulated server holding n ConfigMaps in "default" (cm-0, cm-1, …),
+// closed when the test ends, and writes a kubeconfig for it into a directory of the test's own.
+func simWithConfigMaps(t *testing.T, n int) (srv *sim.Server, dir, kubeconfig string) {
+	t.Helper()
+	srv = sim.New(sim.Options{})
 	url, err := srv.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	for i := range 3 {
+	t.Cleanup(srv.Close)
+	for i := range n {
 		if _, err := srv.Create(sim.ConfigMaps, "default", fmt.Sprintf("cm-%d", i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
+	dir = t.TempDir()
+	kubeconfig = filepath.Join(dir, "kubeconfig")
 	writeKubeconfig(t, kubeconfig, url)
+	return srv, dir, kubeconfig
+}
+
+// watch against the simulated server through a kubeconfig, as kubectl users would run it.
+func TestWatchPrintsTransitionsAndSummary(t *testing.T) {
+	srv, dir, kubeconfig := simWithConfigMaps(t, 3)
 	journalPath := filepath.Join(dir, "watch.journal")
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -507,20 +515,7 @@ func TestWatchClusterScopedIgnoresNamespace(t *testing.T) {
 // from it, resumes the watch instead of listing everything, prints the change it missed, and
 // its summary says so (docs/semantics.md, "Persisted cache").
 func TestWatchCacheDirResumes(t *testing.T) {
-	srv := sim.New(sim.Options{})
-	url, err := srv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	for i := range 3 {
-		if _, err := srv.Create(sim.ConfigMaps, "default", fmt.Sprintf("cm-%d", i), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	writeKubeconfig(t, kubeconfig, url)
+	srv, dir, kubeconfig := simWithConfigMaps(t, 3)
 	cache := filepath.Join(dir, "cache")
 	watch := func(until func(stdout, stderr string) bool) (stdout, summary string) {
 		ctx, cancel := context.WithCancel(context.Background())
