@@ -53,19 +53,28 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// The short version of the fleet benchmark (rewatch-bench fleet): three reflectors of each
-// kind on a real kube-apiserver through a restart and a compaction the server makes itself.
-// rewatch's fleet moves no more full state than client-go's and gets back in sync, and no
-// member of any fleet hot-loops.
-func TestFleetShort(t *testing.T) {
-	apiserver.SkipUnlessOptedIn(t, "starts a kube-apiserver and a fleet of processes per run")
+// serverBenchmark begins a short benchmark on the real kube-apiserver: skipped unless opted in
+// (why says what it starts), failing under CI when the server cannot be built, given ten minutes,
+// and with the test binary itself as the program its children run.
+func serverBenchmark(t *testing.T, why string) (context.Context, string) {
+	t.Helper()
+	apiserver.SkipUnlessOptedIn(t, why)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	if err := apiserver.EnsureBuilt(ctx); err != nil {
 		testbackend.Unavailable(t, err)
 	}
 	self, err := os.Executable()
 	require.NoError(t, err)
+	return ctx, self
+}
+
+// The short version of the fleet benchmark (rewatch-bench fleet): three reflectors of each
+// kind on a real kube-apiserver through a restart and a compaction the server makes itself.
+// rewatch's fleet moves no more full state than client-go's and gets back in sync, and no
+// member of any fleet hot-loops.
+func TestFleetShort(t *testing.T) {
+	ctx, self := serverBenchmark(t, "starts a kube-apiserver and a fleet of processes per run")
 	rs, err := RunFleet(ctx, FleetOptions{Sizes: []int{3}, Objects: 300, Scenarios: []string{ScenarioRestart, ScenarioCompaction},
 		Variants: []string{VariantRewatch, VariantClientGo}, WriteEvery: 50 * time.Millisecond, Gap: 3 * time.Second,
 		Inflight: 10, Self: self, Logf: t.Logf})
@@ -99,14 +108,7 @@ func TestFleetShort(t *testing.T) {
 // SingleServer member does (docs/semantics.md, "behind a load balancer"). The times are the
 // benchmark's, not asserted here.
 func TestAPFRestartShort(t *testing.T) {
-	apiserver.SkipUnlessOptedIn(t, "starts a kube-apiserver and a fleet of processes per run")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if err := apiserver.EnsureBuilt(ctx); err != nil {
-		testbackend.Unavailable(t, err)
-	}
-	self, err := os.Executable()
-	require.NoError(t, err)
+	ctx, self := serverBenchmark(t, "starts a kube-apiserver and a fleet of processes per run")
 	dir := t.TempDir()
 	variants := []string{VariantRewatch, VariantRewatchSingle}
 	rs, err := RunFleet(ctx, FleetOptions{Sizes: []int{3}, Objects: 300, Scenarios: []string{ScenarioAPFRestart},

@@ -1,16 +1,12 @@
 package bench
 
 import (
-	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewatch/rewatch"
-	"github.com/rewatch/rewatch/internal/apiserver"
-	"github.com/rewatch/rewatch/internal/testbackend"
 )
 
 // The short version of the restart benchmark (rewatch-bench restart): a controller restarted
@@ -20,14 +16,7 @@ import (
 // LIST decoding only the changed items when it is not; client-go's transfers the whole state
 // each time; every cache is the server's state the moment it reports HasSynced.
 func TestRestartShort(t *testing.T) {
-	apiserver.SkipUnlessOptedIn(t, "starts a kube-apiserver and a controller process per start")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if err := apiserver.EnsureBuilt(ctx); err != nil {
-		testbackend.Unavailable(t, err)
-	}
-	self, err := os.Executable()
-	require.NoError(t, err)
+	ctx, self := serverBenchmark(t, "starts a kube-apiserver and a controller process per start")
 	const objects, changed = 300, 10
 	rs, err := RunRestart(ctx, RestartOptions{Objects: objects, Down: 2 * time.Second, Changed: changed,
 		Scenarios: RestartScenarios, Variants: []string{VariantRewatch, VariantClientGo}, CacheDir: t.TempDir(), Self: self, Logf: t.Logf})
@@ -59,14 +48,7 @@ func TestRestartShort(t *testing.T) {
 // their persisted caches — at most a tenth of them transfer the full state — where each of
 // client-go's lists it; every store ends with the server's state.
 func TestFleetRolloutShort(t *testing.T) {
-	apiserver.SkipUnlessOptedIn(t, "starts a kube-apiserver and a fleet of processes per run")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if err := apiserver.EnsureBuilt(ctx); err != nil {
-		testbackend.Unavailable(t, err)
-	}
-	self, err := os.Executable()
-	require.NoError(t, err)
+	ctx, self := serverBenchmark(t, "starts a kube-apiserver and a fleet of processes per run")
 	const n = 10
 	rs, err := RunFleet(ctx, FleetOptions{Sizes: []int{n}, Objects: 300, Scenarios: []string{ScenarioRollout},
 		Variants: []string{VariantRewatch, VariantClientGo}, WriteEvery: 50 * time.Millisecond, MatchTimeout: 2 * time.Minute, Self: self, Logf: t.Logf})
