@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,17 +125,74 @@ func TestProtobufMetadataListItemByItem(t *testing.T) {
 }
 
 // FuzzProtobufList holds the item-by-item decode of arbitrary protobuf LIST bodies to the
-// whole-list decode: wherever the latter succeeds, the former gives the same result.
+// whole-list decode: wherever the latter succeeds, the former gives the same result — or, for
+// an envelope whose list message is not the only one or is followed by a typeMeta (which no
+// server writes, and where the whole decode reads another list: the last list message, the
+// merged kind), refuses it.
 func FuzzProtobufList(f *testing.F) {
 	body := listPods(f, 2)
-	for _, seed := range [][]byte{body, body[:len(body)/2], body[:4], {}} {
+	for _, seed := range [][]byte{body, body[:len(body)/2], body[:4], {}, doubledListMessage(f)} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		streamed, whole := httpapi.DecodeProtobufListBothWaysForTest(body)
-		if whole.Err == nil {
-			require.NoError(t, streamed.Err)
-			require.Equal(t, whole, streamed)
+		if whole.Err != nil {
+			return
 		}
+		if ambiguousEnvelope(body) {
+			require.Error(t, streamed.Err)
+			return
+		}
+		require.NoError(t, streamed.Err)
+		require.Equal(t, whole, streamed)
 	})
+}
+
+// An envelope with a second, empty list message after a malformed one: the whole decode reads
+// the last (an empty list), and the item-by-item decode refuses the body rather than hand over
+// what it found in the first.
+func TestProtobufListTwoListMessagesRefused(t *testing.T) {
+	body := doubledListMessage(t)
+	streamed, whole := httpapi.DecodeProtobufListBothWaysForTest(body)
+	require.NoError(t, whole.Err)
+	require.Error(t, streamed.Err)
+	require.Empty(t, streamed.Items)
+
+	// A typeMeta after the list message would change the kind the whole decode reads.
+	body = protowire.AppendTag(listPods(t, 1), 1, protowire.BytesType)
+	body = protowire.AppendBytes(body, protowire.AppendString(protowire.AppendTag(nil, 2, protowire.BytesType), "PodList"))
+	streamed, whole = httpapi.DecodeProtobufListBothWaysForTest(body)
+	require.NoError(t, whole.Err)
+	require.ErrorContains(t, streamed.Err, "typeMeta follows its list message")
+}
+
+// doubledListMessage is the fuzzer's find: a PodList envelope whose list message "00000" (not
+// a PodList) is followed by an empty one.
+func doubledListMessage(t testing.TB) []byte {
+	return []byte("k8s\x00\n\r\n\x02v1\x12\aPodList\x12\x0500000\x12\x00")
+}
+
+// ambiguousEnvelope reports whether a protobuf body's envelope (after its 4-byte magic) holds
+// its list message (field 2) more than once, or a typeMeta (field 1) after it.
+func ambiguousEnvelope(body []byte) bool {
+	if len(body) < 4 {
+		return false
+	}
+	b, raws := body[4:], 0
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		if typ == protowire.BytesType && (num == 2 || num == 1 && raws > 0) {
+			raws++
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return raws > 1
 }

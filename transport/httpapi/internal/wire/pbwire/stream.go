@@ -205,6 +205,10 @@ func StreamList(scheme *runtime.Scheme, body io.Reader, h *wire.Held, item func(
 			if gvk, err = envelopeKind(b); err != nil {
 				return "", "", rec.rest(), ErrNotStreamable
 			}
+		case num == 1 && typ == wireBytes: // a typeMeta after the list message
+			// Protobuf merges a repeated message field, so a whole decode would read the list
+			// as the kind they make together; its items went out as the first kind already.
+			return "", "", nil, fmt.Errorf("decoding the %s: %w", gvk.Kind, errTypeAfterList)
 		case num == 2 && typ == wireBytes: // raw: the list message
 			if streamed {
 				return "", "", nil, fmt.Errorf("decoding the %s: %w", gvk.Kind, errRepeatedList)
@@ -232,9 +236,13 @@ func StreamList(scheme *runtime.Scheme, body io.Reader, h *wire.Held, item func(
 	}
 }
 
-// errRepeatedList refuses an envelope with two list messages, which no server writes: the
-// items of the first were handed over already.
-var errRepeatedList = errors.New("the envelope holds more than one list message")
+// errRepeatedList and errTypeAfterList refuse envelopes no server writes, where a whole decode
+// (the last list message wins; typeMeta fields merge) would read another list than the one
+// whose items were handed over already.
+var (
+	errRepeatedList  = errors.New("the envelope holds more than one list message")
+	errTypeAfterList = errors.New("the envelope's typeMeta follows its list message")
+)
 
 // streamListMessage reads the list message of length l: its metadata into lm, each item to
 // item, or to h when the store holds it unchanged.
