@@ -2,9 +2,10 @@
 # Builds the real kube-apiserver and etcd that the e2e tests run against, and
 # kubectl from the same k8s.io/kubernetes module (the CLI's side-by-side e2e
 # compares `rewatch watch` with `kubectl get -w`). A cold build takes several
-# minutes, so each binary is skipped while it is newer than
-# tools/apiserver/go.sum (the file that changes whenever the pinned versions
-# do); -f rebuilds all three.
+# minutes, so each binary is skipped while it was built from the tools module
+# as it is now: its go.mod, go.sum and Go files, whose digest is kept beside
+# the binary (a fresh clone's new file times do not make it stale); -f
+# rebuilds all three.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,8 +14,10 @@ bin="${REWATCH_BIN_DIR:-$root/.cache/bin}"
 mkdir -p "$bin"
 bin="$(cd "$bin" && pwd)"
 
+digest="$(cd "$tools" && find . \( -name go.mod -o -name go.sum -o -name '*.go' \) -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)"
+
 fresh() {
-	[[ -x "$bin/$1" && "$bin/$1" -nt "$tools/go.sum" ]]
+	[[ -x "$bin/$1" && -f "$bin/.$1.digest" && "$(cat "$bin/.$1.digest")" == "$digest" ]]
 }
 
 # go test runs packages in parallel, and more than one may ask for the
@@ -56,5 +59,6 @@ for name in "${stale[@]}"; do
 done
 for name in "${stale[@]}"; do
 	mv -f "$bin/.$name.tmp" "$bin/$name"
+	echo "$digest" >"$bin/.$name.digest"
 done
 echo "build-apiserver: built ${stale[*]} into $bin in $((SECONDS - start))s"
