@@ -270,33 +270,53 @@ func simWithConfigMaps(t *testing.T, n int) (srv *sim.Server, dir, kubeconfig st
 	return srv, dir, kubeconfig
 }
 
+// backgroundRun is the CLI running in a goroutine, as `rewatch watch` runs until interrupted:
+// what it printed so far, and stop, which interrupts it.
+type backgroundRun struct {
+	out, err syncbuf.Buffer
+	cancel   context.CancelFunc
+	done     chan int
+}
+
+// startRun runs the CLI with args in the background; the test's end interrupts it if nothing
+// stopped it before.
+func startRun(t *testing.T, args ...string) *backgroundRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r := &backgroundRun{cancel: cancel, done: make(chan int, 1)}
+	go func() { r.done <- run(ctx, args, &r.out, &r.err) }()
+	return r
+}
+
+// stop interrupts the run and returns its exit status; a run that has not ended 20 s later
+// fails the test.
+func (r *backgroundRun) stop(t *testing.T) int {
+	t.Helper()
+	r.cancel()
+	select {
+	case code := <-r.done:
+		return code
+	case <-time.After(20 * time.Second):
+		t.Fatal("watch did not stop after cancellation")
+		return 0
+	}
+}
+
 // watch against the simulated server through a kubeconfig, as kubectl users would run it.
 func TestWatchPrintsTransitionsAndSummary(t *testing.T) {
 	srv, dir, kubeconfig := simWithConfigMaps(t, 3)
 	journalPath := filepath.Join(dir, "watch.journal")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb syncbuf.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"watch", "--resource", "configmaps", "--namespace", "default", "--kubeconfig", kubeconfig,
-			"--trace=json", "--journal", journalPath}, &out, &errb)
-	}()
+	w := startRun(t, "watch", "--resource", "configmaps", "--namespace", "default", "--kubeconfig", kubeconfig,
+		"--trace=json", "--journal", journalPath)
+	out, errb := &w.out, &w.err
 	waitFor(t, func() bool { return strings.Contains(errb.String(), `"cause":"watch-opened"`) })
 	if _, err := srv.Update(sim.ConfigMaps, "default", "cm-0", map[string]string{"k": "v"}); err != nil {
 		t.Fatal(err)
 	}
 	srv.DropWatches() // a stream end: a transition line, and a re-watch rather than a LIST
 	waitFor(t, func() bool { return strings.Count(errb.String(), `"cause":"watch-opened"`) >= 2 })
-	cancel()
-	var code int
-	select {
-	case code = <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("watch did not stop after cancellation")
-	}
-	if code != exitOK {
+	if code := w.stop(t); code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 	if out.String() == "" {
@@ -396,16 +416,10 @@ func TestWatchShortFlagsAndContextNamespace(t *testing.T) {
 		{[]string{"--trace=json", "--all-namespaces", "-l", "app=db"}, `"objects":0`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var out, errb syncbuf.Buffer
-			done := make(chan int, 1)
-			args := append([]string{"watch", "--resource", "configmaps", "--kubeconfig", kubeconfig}, tc.args...)
-			go func() { done <- run(ctx, args, &out, &errb) }()
-			waitFor(t, func() bool { return strings.Contains(errb.String(), `"cause":"watch-opened"`) })
-			cancel()
-			require.Equal(t, exitOK, <-done, "stderr %q", errb.String())
-			lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+			w := startRun(t, append([]string{"watch", "--resource", "configmaps", "--kubeconfig", kubeconfig}, tc.args...)...)
+			waitFor(t, func() bool { return strings.Contains(w.err.String(), `"cause":"watch-opened"`) })
+			require.Equal(t, exitOK, w.stop(t), "stderr %q", w.err.String())
+			lines := strings.Split(strings.TrimSpace(w.err.String()), "\n")
 			require.Contains(t, lines[len(lines)-1], tc.objects)
 		})
 	}
@@ -431,19 +445,12 @@ func TestWatchStoppedBeforeSyncSaysWhy(t *testing.T) {
 	defer api.Close()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	writeKubeconfig(t, kubeconfig, api.URL)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb syncbuf.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"watch", "--resource", "configmaps", "-n", "default", "--kubeconfig", kubeconfig,
-			"--backoff-initial", "10ms", "--backoff-cap", "20ms"}, &out, &errb)
-	}()
-	waitFor(t, func() bool { return strings.Count(errb.String(), "list-rejected") >= 3 })
-	cancel()
-	require.Equal(t, exitFailure, <-done)
-	require.Empty(t, out.String(), "no objects: nothing on stdout")
-	stderr := errb.String()
+	w := startRun(t, "watch", "--resource", "configmaps", "-n", "default", "--kubeconfig", kubeconfig,
+		"--backoff-initial", "10ms", "--backoff-cap", "20ms")
+	waitFor(t, func() bool { return strings.Count(w.err.String(), "list-rejected") >= 3 })
+	require.Equal(t, exitFailure, w.stop(t))
+	require.Empty(t, w.out.String(), "no objects: nothing on stdout")
+	stderr := w.err.String()
 	require.NotContains(t, stderr, `\"`, "the server's message is printed unescaped")
 	var rejected, withMessage int
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
@@ -493,16 +500,9 @@ func TestWatchClusterScopedIgnoresNamespace(t *testing.T) {
 	defer api.Close()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	writeKubeconfigNS(t, kubeconfig, api.URL, "team-a")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb syncbuf.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"watch", "--resource", "nodes", "--kubeconfig", kubeconfig, "--trace=json"}, &out, &errb)
-	}()
-	waitFor(t, func() bool { return strings.Contains(errb.String(), `"cause":"list-complete"`) })
-	cancel()
-	require.Equal(t, exitOK, <-done, "stderr %q", errb.String())
+	w := startRun(t, "watch", "--resource", "nodes", "--kubeconfig", kubeconfig, "--trace=json")
+	waitFor(t, func() bool { return strings.Contains(w.err.String(), `"cause":"list-complete"`) })
+	require.Equal(t, exitOK, w.stop(t), "stderr %q", w.err.String())
 	mu.Lock()
 	defer mu.Unlock()
 	require.Contains(t, paths, "/api/v1/nodes")
@@ -518,26 +518,14 @@ func TestWatchCacheDirResumes(t *testing.T) {
 	srv, dir, kubeconfig := simWithConfigMaps(t, 3)
 	cache := filepath.Join(dir, "cache")
 	watch := func(until func(stdout, stderr string) bool) (stdout, summary string) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		var out, errb syncbuf.Buffer
-		done := make(chan int, 1)
-		go func() {
-			done <- run(ctx, []string{"watch", "--resource", "configmaps", "--namespace", "default", "--kubeconfig", kubeconfig,
-				"--trace=json", "--cache-dir", cache}, &out, &errb)
-		}()
-		waitFor(t, func() bool { return until(out.String(), errb.String()) })
-		cancel()
-		select {
-		case code := <-done:
-			if code != exitOK {
-				t.Fatalf("exit %d, stderr %q", code, errb.String())
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("watch did not stop after cancellation")
+		w := startRun(t, "watch", "--resource", "configmaps", "--namespace", "default", "--kubeconfig", kubeconfig,
+			"--trace=json", "--cache-dir", cache)
+		waitFor(t, func() bool { return until(w.out.String(), w.err.String()) })
+		if code := w.stop(t); code != exitOK {
+			t.Fatalf("exit %d, stderr %q", code, w.err.String())
 		}
-		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
-		return out.String(), lines[len(lines)-1]
+		lines := strings.Split(strings.TrimSpace(w.err.String()), "\n")
+		return w.out.String(), lines[len(lines)-1]
 	}
 	_, summary := watch(func(_, s string) bool { return strings.Contains(s, `"cause":"watch-opened"`) })
 	if !strings.Contains(summary, `"start":"listed"`) || !strings.Contains(summary, `"lists":1`) {

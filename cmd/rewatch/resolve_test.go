@@ -14,8 +14,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/rewatch/rewatch/internal/syncbuf"
 )
 
 // discoveryServer serves discovery as a kube-apiserver does (the core group, apps at v1 and
@@ -91,18 +89,11 @@ func TestWatchResolvesTheResourceAsKubectlDoes(t *testing.T) {
 			srv := newDiscoveryServer(t)
 			kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 			writeKubeconfigNS(t, kubeconfig, srv.URL, "team-a")
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var out, errb syncbuf.Buffer
-			done := make(chan int, 1)
-			go func() {
-				done <- run(ctx, append([]string{"watch", "--kubeconfig", kubeconfig, "--trace=json"}, tc.args...), &out, &errb)
-			}()
+			w := startRun(t, append([]string{"watch", "--kubeconfig", kubeconfig, "--trace=json"}, tc.args...)...)
 			waitFor(t, func() bool {
-				return strings.Contains(errb.String(), `"cause":"list-complete"`) || strings.Contains(errb.String(), "rewatch watch:")
+				return strings.Contains(w.err.String(), `"cause":"list-complete"`) || strings.Contains(w.err.String(), "rewatch watch:")
 			})
-			cancel()
-			require.Equal(t, exitOK, <-done, "stderr %q", errb.String())
+			require.Equal(t, exitOK, w.stop(t), "stderr %q", w.err.String())
 			require.Equal(t, []string{tc.list}, srv.listed())
 		})
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,14 +9,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/rewatch/rewatch/internal/syncbuf"
 	"github.com/rewatch/rewatch/sim"
 )
 
@@ -39,16 +36,14 @@ func (s gatedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // simCLI is `rewatch watch` run against the simulated server behind a watch gate.
 type simCLI struct {
-	srv      *sim.Server
-	gate     *gate
-	out, err syncbuf.Buffer
-	cancel   context.CancelFunc
-	done     chan int
+	srv  *sim.Server
+	gate *gate
+	*backgroundRun
 }
 
 func startSimCLI(t *testing.T, objects int, args ...string) *simCLI {
 	t.Helper()
-	c := &simCLI{srv: sim.New(sim.Options{}), done: make(chan int, 1)}
+	c := &simCLI{srv: sim.New(sim.Options{})}
 	for i := range objects {
 		_, err := c.srv.Create(sim.ConfigMaps, "default", fmt.Sprintf("cm-%d", i), map[string]string{"k": "v"})
 		require.NoError(t, err)
@@ -61,13 +56,7 @@ func startSimCLI(t *testing.T, objects int, args ...string) *simCLI {
 	})
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	writeKubeconfigNS(t, kubeconfig, api.URL, "default")
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	t.Cleanup(cancel)
-	go func() {
-		c.done <- run(ctx, append([]string{"watch", "--resource", "configmaps", "--kubeconfig", kubeconfig, "--trace=json"}, args...),
-			&c.out, &c.err)
-	}()
+	c.backgroundRun = startRun(t, append([]string{"watch", "--resource", "configmaps", "--kubeconfig", kubeconfig, "--trace=json"}, args...)...)
 	return c
 }
 
@@ -76,13 +65,7 @@ func (c *simCLI) watches() int { return strings.Count(c.err.String(), `"cause":"
 
 func (c *simCLI) stop(t *testing.T) {
 	t.Helper()
-	c.cancel()
-	select {
-	case code := <-c.done:
-		require.Equal(t, exitOK, code, "stderr %s", c.err.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("watch did not stop after cancellation")
-	}
+	require.Equal(t, exitOK, c.backgroundRun.stop(t), "stderr %s", c.err.String())
 }
 
 // waitRows waits until stdout has n lines.
