@@ -1,12 +1,10 @@
 package informer_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/informer"
+	"github.com/rewatch/rewatch/internal/syncbuf"
 	"github.com/rewatch/rewatch/persist"
 )
 
@@ -81,7 +80,7 @@ func TestPersistedCacheIsRestoredAndSyncedOnlyOnceCaughtUp(t *testing.T) {
 // docs/semantics.md, "Persisted cache": over a client-go ListerWatcher the informer cannot keep
 // a snapshot (client-go decodes the objects): it says so in its log and lists as without one.
 func TestPersistedCacheIsOffOverAListerWatcher(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	_, lw := source(t)
 	dir := t.TempDir()
 	inf := informer.WithOptions(informer.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Persist: persist.Dir(dir)})(lw, &corev1.ConfigMap{}, 0, nil)
@@ -92,22 +91,4 @@ func TestPersistedCacheIsOffOverAListerWatcher(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "no snapshot written")
-}
-
-// lockedBuffer is a log destination the test reads while the informer writes to it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,10 +1,8 @@
 package informer_test
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +20,7 @@ import (
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/informer"
+	"github.com/rewatch/rewatch/internal/syncbuf"
 	"github.com/rewatch/rewatch/journal"
 	"github.com/rewatch/rewatch/sim"
 	"github.com/rewatch/rewatch/transport/httpapi"
@@ -54,7 +53,7 @@ func TestInformerStatsMetricsJournal(t *testing.T) {
 	s, simURL := startSim(t, 3)
 	m := &countingMetrics{requests: map[string]int{}}
 	var transitions atomic.Int64
-	var jbuf syncBuffer
+	var jbuf syncbuf.Buffer
 	opts := quiet
 	opts.Metrics = m
 	opts.OnTransition = func(driver.Transition) { transitions.Add(1) }
@@ -82,28 +81,11 @@ func TestInformerStatsMetricsJournal(t *testing.T) {
 	m.mu.Unlock()
 	require.Positive(t, transitions.Load())
 	stop()
-	r, err := journal.NewReader(bytes.NewReader(jbuf.Bytes()))
+	r, err := journal.NewReader(strings.NewReader(jbuf.String()))
 	require.NoError(t, err)
 	require.Contains(t, r.Header.Resource, "configmaps")
 	_, err = r.Next()
 	require.NoError(t, err, "the journal has the transitions after its header")
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.b.Bytes())
 }
 
 // lines is a logr sink's output, one line a call.

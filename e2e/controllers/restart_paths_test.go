@@ -26,6 +26,7 @@ import (
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/informer"
+	"github.com/rewatch/rewatch/internal/syncbuf"
 	"github.com/rewatch/rewatch/persist"
 )
 
@@ -196,7 +197,7 @@ func TestControllerRuntimeRestartResumesFromItsPersistedCache(t *testing.T) {
 	}
 	createSecret(t, cs, ns, "keep")
 	dir := t.TempDir()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	opts := informer.Options{Persist: persist.Dir(dir), Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	p, cfg := proxied(t, b)
 	logRequestsOnFailure(t, "controller-runtime", p)

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -26,6 +25,7 @@ import (
 	"github.com/rewatch/rewatch/informer"
 	"github.com/rewatch/rewatch/informer/factory"
 	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/internal/syncbuf"
 	"github.com/rewatch/rewatch/persist"
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
@@ -195,24 +195,6 @@ func limitOneReads(p *faultproxy.Proxy) int {
 	return n
 }
 
-// syncBuffer is a log destination tests read while informers write to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // docs/semantics.md, "Persisted cache", through the informers a controller uses: a controller
 // restarted after a while down, with rewatch's SharedInformerFactory keeping its cache in a
 // directory, makes no LIST of everything — one limit=1 read, then a watch from the snapshot's
@@ -226,7 +208,7 @@ func TestControllerRestartResumesFromItsPersistedCache(t *testing.T) {
 	cs := direct(t, b)
 	fillConfigMaps(t, cs, ns, restartObjects)
 	dir := t.TempDir()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	opts := informer.Options{Persist: persist.Dir(dir), Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	rp, rcfg := proxied(t, b)
 	cp, ccfg := proxied(t, b)
@@ -381,7 +363,7 @@ func TestControllerRestartRefusesASnapshotNotItsOwn(t *testing.T) {
 			ns := namespace(t, b, "refuse")
 			fillConfigMaps(t, cs, ns, 50)
 			dir := t.TempDir()
-			logs := &syncBuffer{}
+			logs := &syncbuf.Buffer{}
 			opts := informer.Options{Persist: persist.Dir(dir), Logger: slog.New(slog.NewTextHandler(logs, nil))}
 			p, cfg := proxied(t, b)
 			c := startController(t, "rewatch", cfg, ns, opts)
