@@ -134,6 +134,9 @@ func FuzzProtobufList(f *testing.F) {
 	for _, seed := range [][]byte{body, body[:len(body)/2], body[:4], {}, doubledListMessage(f)} {
 		f.Add(seed)
 	}
+	for _, seed := range bodiesGeneratedCodeReads(f) {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		streamed, whole := httpapi.DecodeProtobufListBothWaysForTest(body)
 		if whole.Err != nil {
@@ -164,6 +167,17 @@ func TestProtobufListTwoListMessagesRefused(t *testing.T) {
 	streamed, whole = httpapi.DecodeProtobufListBothWaysForTest(body)
 	require.NoError(t, whole.Err)
 	require.ErrorContains(t, streamed.Err, "typeMeta follows its list message")
+
+	// A second list message after a group whose end names another field: generated code
+	// skips the group by balance, not by number, and reads the second list too.
+	pods := listMessage(t, listPods(t, 1))
+	body = protowire.AppendTag(envelope("PodList", pods), 9, protowire.StartGroupType)
+	body = protowire.AppendTag(body, 10, protowire.EndGroupType)
+	body = protowire.AppendBytes(protowire.AppendTag(body, 2, protowire.BytesType), pods)
+	require.True(t, ambiguousEnvelope(body))
+	streamed, whole = httpapi.DecodeProtobufListBothWaysForTest(body)
+	require.NoError(t, whole.Err)
+	require.ErrorContains(t, streamed.Err, "more than one list message")
 }
 
 // doubledListMessage is the fuzzer's find: a PodList envelope whose list message "00000" (not
@@ -173,26 +187,169 @@ func doubledListMessage(t testing.TB) []byte {
 }
 
 // ambiguousEnvelope reports whether a protobuf body's envelope (after its 4-byte magic) holds
-// its list message (field 2) more than once, or a typeMeta (field 1) after it.
+// its list message (field 2) more than once, or a typeMeta (field 1) after it. It reads the
+// envelope as generated code does (gogoVarint, gogoSkip), not as protowire does, which refuses
+// what generated code accepts.
 func ambiguousEnvelope(body []byte) bool {
 	if len(body) < 4 {
 		return false
 	}
 	b, raws := body[4:], 0
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		key, n := gogoVarint(b)
 		if n < 0 {
 			return false
 		}
-		b = b[n:]
-		if typ == protowire.BytesType && (num == 2 || num == 1 && raws > 0) {
+		num, typ := int32(key>>3), key&7
+		if typ == uint64(protowire.BytesType) && (num == 2 || num == 1 && raws > 0) {
 			raws++
 		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
+		n = gogoSkip(b)
 		if n < 0 {
 			return false
 		}
 		b = b[n:]
 	}
 	return raws > 1
+}
+
+// gogoVarint reads a varint as generated code does: up to ten bytes, the bits past the 64th
+// dropped; n < 0 when b ends first or the varint is longer.
+func gogoVarint(b []byte) (v uint64, n int) {
+	for shift := uint(0); shift < 64; shift += 7 {
+		if n >= len(b) {
+			return 0, -1
+		}
+		c := b[n]
+		n++
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v, n
+		}
+	}
+	return 0, -1
+}
+
+// gogoSkip is the length of the field at the start of b, key included, as generated code
+// skips it: a group ends at the end group that balances its start, whatever its number.
+func gogoSkip(b []byte) int {
+	i, depth := 0, 0
+	for {
+		key, n := gogoVarint(b[i:])
+		if n < 0 {
+			return -1
+		}
+		i += n
+		switch protowire.Type(key & 7) {
+		case protowire.VarintType:
+			if _, n = gogoVarint(b[i:]); n < 0 {
+				return -1
+			}
+			i += n
+		case protowire.Fixed64Type:
+			i += 8
+		case protowire.Fixed32Type:
+			i += 4
+		case protowire.BytesType:
+			l, n := gogoVarint(b[i:])
+			if n < 0 || l > uint64(len(b)-i-n) {
+				return -1
+			}
+			i += n + int(l)
+		case protowire.StartGroupType:
+			depth++
+		case protowire.EndGroupType:
+			if depth == 0 {
+				return -1
+			}
+			depth--
+		default:
+			return -1
+		}
+		if i > len(b) {
+			return -1
+		}
+		if depth == 0 {
+			return i
+		}
+	}
+}
+
+// Generated Unmarshal code (which the whole-list decode runs) skips group fields, reads a
+// varint of up to ten bytes dropping the bits past the 64th, and keeps a key's field number
+// to its low 32 bits; the item-by-item decode reads the same bodies the same way (the CI
+// fuzzer found a group in the list message decoded whole and refused item by item).
+func TestProtobufListReadsTheWireAsGeneratedCodeDoes(t *testing.T) {
+	for name, body := range bodiesGeneratedCodeReads(t) {
+		streamed, whole := httpapi.DecodeProtobufListBothWaysForTest(body)
+		require.NoError(t, whole.Err, name)
+		require.NoError(t, streamed.Err, name)
+		require.Equal(t, whole, streamed, name)
+	}
+}
+
+// bodiesGeneratedCodeReads are PodList bodies only a reader as lenient as generated code
+// decodes: groups, overlong varints, field numbers past 32 bits.
+func bodiesGeneratedCodeReads(t testing.TB) map[string][]byte {
+	group := func(num protowire.Number, inner ...[]byte) []byte {
+		b := protowire.AppendTag(nil, num, protowire.StartGroupType)
+		for _, in := range inner {
+			b = append(b, in...)
+		}
+		return protowire.AppendTag(b, num, protowire.EndGroupType)
+	}
+	varintField := protowire.AppendVarint(protowire.AppendTag(nil, 7, protowire.VarintType), 5)
+	// A varint of ten bytes whose last carries bits past the 64th, which generated code drops.
+	overlong := func(v uint64) []byte {
+		b := make([]byte, 0, 10)
+		for range 9 {
+			b = append(b, byte(v&0x7f)|0x80)
+			v >>= 7
+		}
+		return append(b, byte(v&1)|0x7e)
+	}
+	pods := listMessage(t, listPods(t, 2))
+	return map[string][]byte{
+		"a group in the list message":                 envelope("PodList", append(append([]byte(nil), pods...), group(9, varintField)...)),
+		"a nested group in the list message":          envelope("PodList", append(group(9, group(10, varintField), protowire.AppendString(protowire.AppendTag(nil, 3, protowire.BytesType), "x")), pods...)),
+		"a group in the envelope after the list":      append(envelope("PodList", pods), group(9, varintField)...),
+		"an overlong varint in the list message":      envelope("PodList", append(append([]byte(nil), pods...), append(protowire.AppendTag(nil, 7, protowire.VarintType), overlong(3)...)...)),
+		"an overlong key for the list's metadata":     envelope("PodList", append(append(overlong(1<<3|uint64(protowire.BytesType)), protowire.AppendString(nil, "\x12\x0299")...), pods...)),
+		"a key whose field number wraps to the items": envelope("PodList", append(append([]byte(nil), pods...), protowire.AppendBytes(protowire.AppendVarint(nil, (uint64(1)<<32|2)<<3|uint64(protowire.BytesType)), podBytes(t, "wrapped"))...)),
+	}
+}
+
+// envelope wraps a list message in the API server's protobuf envelope for a core/v1 kind.
+func envelope(kind string, list []byte) []byte {
+	typeMeta := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "v1")
+	typeMeta = protowire.AppendString(protowire.AppendTag(typeMeta, 2, protowire.BytesType), kind)
+	b := protowire.AppendBytes(protowire.AppendTag([]byte("k8s\x00"), 1, protowire.BytesType), typeMeta)
+	return protowire.AppendBytes(protowire.AppendTag(b, 2, protowire.BytesType), list)
+}
+
+// listMessage is the list message of a body encodeProtobuf wrote.
+func listMessage(t testing.TB, body []byte) []byte {
+	b := body[4:]
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		require.Positive(t, n)
+		b = b[n:]
+		if num == 2 && typ == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(b)
+			require.Positive(t, n)
+			return v
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		require.Positive(t, n)
+		b = b[n:]
+	}
+	t.Fatal("no list message")
+	return nil
+}
+
+// podBytes is a Pod's protobuf message.
+func podBytes(t testing.TB, name string) []byte {
+	b, err := (&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "5"}}).Marshal()
+	require.NoError(t, err)
+	return b
 }

@@ -84,13 +84,24 @@ type FieldNumber uint64
 
 // Protobuf wire types (the low three bits of a field's key).
 const (
-	wireVarint  = 0
-	wireFixed64 = 1
-	wireBytes   = 2
-	wireFixed32 = 5
+	wireVarint     = 0
+	wireFixed64    = 1
+	wireBytes      = 2
+	wireStartGroup = 3
+	wireEndGroup   = 4
+	wireFixed32    = 5
 )
 
 var errTruncated = errors.New("protobuf message truncated or malformed")
+
+// splitKey splits a field's key into its field number and wire type as generated code does,
+// which keeps the number's low 32 bits: a key protowire would call out of range names the
+// field those bits name, for the whole decode as here. ok is false for a number generated
+// code refuses (≤ 0) and for an end group outside a group.
+func splitKey(key uint64) (num FieldNumber, typ uint64, ok bool) {
+	n := int32(key >> 3)
+	return FieldNumber(n), key & 7, n > 0 && key&7 != wireEndGroup
+}
 
 // eachField calls fn with every length-delimited field of a message, in order; varint and
 // fixed-size fields are skipped, as generated code skips fields it does not know. A protobuf
@@ -104,8 +115,8 @@ func eachField(b []byte, fn func(FieldNumber, []byte) error) error {
 			return errTruncated
 		}
 		b = b[n:]
-		num, typ := FieldNumber(key>>3), key&7
-		if num == 0 {
+		num, typ, ok := splitKey(key)
+		if !ok {
 			return errTruncated
 		}
 		var skip uint64

@@ -109,11 +109,11 @@ func protobufEmbeddedMeta(raw []byte) (wire.Meta, bool) {
 func protoFields(b []byte, fn func(num FieldNumber, typ uint64, v []byte) bool) bool {
 	for len(b) > 0 {
 		key, n := binary.Uvarint(b)
-		if n <= 0 || key>>3 == 0 {
+		num, typ, ok := splitKey(key)
+		if n <= 0 || !ok {
 			return false
 		}
 		b = b[n:]
-		num, typ := FieldNumber(key>>3), key&7
 		var v []byte
 		switch typ {
 		case wireVarint:

@@ -3,7 +3,6 @@ package pbwire
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -47,24 +46,50 @@ func (p *protoStream) ReadByte() (byte, error) {
 	return b, nil
 }
 
+// The stream is read as generated Unmarshal code (the whole-list decode) reads a message, so
+// that the two accept the same bodies: a varint is up to ten bytes with the bits past the 64th
+// dropped, a key's field number is its low 32 bits, and group fields are skipped.
+
+// uvarint reads a varint; io.EOF only when the stream ended before its first byte.
+func (p *protoStream) uvarint() (uint64, error) {
+	var v uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		b, err := p.ReadByte()
+		if err != nil {
+			if shift > 0 && errors.Is(err, io.EOF) {
+				return 0, io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		v |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			return v, nil
+		}
+	}
+	return 0, errVarintOverflow
+}
+
+var errVarintOverflow = errors.New("protobuf varint longer than ten bytes")
+
 // key reads a field's key; io.EOF means the message ended cleanly between fields.
 func (p *protoStream) key() (FieldNumber, uint64, error) {
-	k, err := binary.ReadUvarint(p)
+	k, err := p.uvarint()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return 0, 0, io.EOF
 		}
 		return 0, 0, truncated(err)
 	}
-	if k>>3 == 0 {
+	num, typ, ok := splitKey(k)
+	if !ok {
 		return 0, 0, errTruncated
 	}
-	return FieldNumber(k >> 3), k & 7, nil
+	return num, typ, nil
 }
 
 // length reads a length-delimited field's length and checks it fits the message.
 func (p *protoStream) length() (int64, error) {
-	l, err := binary.ReadUvarint(p)
+	l, err := p.uvarint()
 	if err != nil {
 		return 0, truncated(err)
 	}
@@ -104,12 +129,41 @@ func (p *protoStream) consumed(n int64) {
 	}
 }
 
-// skip passes over a field of the given wire type whose key was read.
+// skip passes over a field of the given wire type whose key was read. A group's fields are
+// passed over up to the end group that balances its start, as generated code does, which does
+// not match their field numbers.
 func (p *protoStream) skip(typ uint64) error {
+	for depth := 0; ; {
+		switch typ {
+		case wireStartGroup:
+			depth++
+		case wireEndGroup:
+			if depth == 0 {
+				return errTruncated
+			}
+			depth--
+		default:
+			if err := p.skipValue(typ); err != nil {
+				return err
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+		k, err := p.uvarint()
+		if err != nil {
+			return truncated(err)
+		}
+		typ = k & 7
+	}
+}
+
+// skipValue passes over a value of a wire type other than a group's.
+func (p *protoStream) skipValue(typ uint64) error {
 	var n int64
 	switch typ {
 	case wireVarint:
-		_, err := binary.ReadUvarint(p)
+		_, err := p.uvarint()
 		return truncated(err)
 	case wireFixed64:
 		n = 8
