@@ -28,6 +28,7 @@ func ExampleMermaid() {
 	// Watching --> Backoff : 401 / 403 / 404 / other, first → re-WATCH after backoff ⇒ then Watching
 	// Watching --> Backoff : 401 / 403 / 404 / other, again ⇒ then Relisting
 	// Watching --> Backoff : relist held back by a relist rule ⇒ then Relisting
+	// Watching --> Backoff : the one kube-apiserver unreachable (refused, 502) → wait, LIST at last RV ⇒ then Relisting
 }
 
 // EdgeLabel is what the edge of one row says.

@@ -57,6 +57,7 @@ const (
 	CauseCredentialsRefreshed
 	CauseCatchUpMissed
 	CauseCaughtUpAtDeadline
+	CauseServerUnreachable
 
 	// Backoff.
 	CauseRetryWatch
@@ -128,6 +129,7 @@ var causeIDs = [numCauses]causeName{
 	CauseCredentialsRefreshed:    {ID: "credentials-refreshed"},
 	CauseCatchUpMissed:           {ID: "catch-up-missed"},
 	CauseCaughtUpAtDeadline:      {ID: "caught-up-at-deadline"},
+	CauseServerUnreachable:       {ID: "server-unreachable"},
 
 	CauseRetryWatch:  {ID: "retry-watch"},
 	CauseRetryRelist: {ID: "retry-relist"},

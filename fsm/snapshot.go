@@ -122,8 +122,9 @@ type WatchState struct {
 	QuickEnds int `json:"quickEnds,omitempty"`
 	// ExpiredStreak counts 410s since the last watch event.
 	ExpiredStreak int `json:"expiredStreak,omitempty"`
-	// Rejected: a watch was refused with a client error (401, 403, 404, …) and no watch has
-	// opened nor a listing completed since; a second refusal relists.
+	// Rejected: a watch or a LIST was refused with a client error (401, 403, 404, …) and no
+	// watch has opened nor a listing completed since; a second refused watch relists, and a
+	// second refused LIST waits the grown backoff.
 	Rejected bool `json:"rejected,omitempty"`
 	// FreshTried: a 410 from a watch cache younger than LastRV was answered by a re-watch on
 	// a fresh connection, and no watch event has arrived since; the next 410 relists.

@@ -78,11 +78,23 @@ func has(cmds []fsm.Command, k fsm.CommandKind) bool {
 
 // docs/semantics.md failure rows for 429, InternalError inside the window, connection refused and
 // stream ends: the answer is always a re-watch, never a LIST — now or when the backoff ends.
+// The exception is "One kube-apiserver": told so, a watch that could not reach it (refused,
+// 502 from a gateway) relists after the backoff, and nothing else is read so.
 func TestPropertyNoListAfterRetryableWatchFailure(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := drawRun(t)
 		for i, st := range r.steps {
 			if st.before.State != fsm.Watching || st.gen.stale || st.gen.event.Kind == fsm.EvStop {
+				continue
+			}
+			if st.cause == fsm.CauseServerUnreachable {
+				f := st.gen.event.Failure
+				if !r.m.Config().SingleServer || f == nil || (f.Transport != fsm.Refused && f.Code != 502 && (f.Status == nil || f.Status.Code != 502)) {
+					t.Fatalf("step %d: %s read as %s", i, st.gen.event, st.cause)
+				}
+				if st.after.State != fsm.Backoff || st.after.Wait.Next != fsm.Relisting || has(st.commands, fsm.CmdListPage) {
+					t.Fatalf("step %d: %s: %s, not a wait for a relist", i, st.gen.event, st.cause)
+				}
 				continue
 			}
 			retryable := st.gen.kind == fkBusy || st.gen.kind == fkTransport || st.gen.kind == fkStreamEnd ||
@@ -185,11 +197,12 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 					continue
 				}
 				// The backoff's own wait: the next Retry-After is a first one again. The first
-				// refusal since a watch was accepted waits the backoff's first step, and the
-				// backoff advances all the same (docs/semantics.md, "watch refused").
+				// refusal since a watch was accepted — of a watch, or of a LIST since a listing
+				// completed too — waits the backoff's first step, and the backoff advances all
+				// the same (docs/semantics.md, "watch refused", "LIST fails").
 				honoured = false
 				from := st.before.Wait.Attempt
-				if c.Reason == fsm.CauseWatchRejectedOnce {
+				if c.Reason == fsm.CauseWatchRejectedOnce || c.Reason == fsm.CauseListRejected && !st.before.Watch.Rejected {
 					from = 0
 				}
 				lo, hi := bounds(cfg, from)
@@ -274,7 +287,9 @@ func bounds(cfg transitions.Config, attempt int) (time.Duration, time.Duration) 
 func TestPropertyDelaysGrowToCap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := drawConfig(t)
-		cfg.WatchList = false
+		// Told there is one kube-apiserver, a refused connection relists (server-unreachable):
+		// the waits measured here are those of failures the watch retries.
+		cfg.WatchList, cfg.SingleServer = false, false
 		m := transitions.MustNew(cfg)
 		s := m.Initial()
 		s, _ = m.Next(s, fsm.Event{Kind: fsm.EvStart, Now: t0})

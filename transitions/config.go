@@ -97,10 +97,12 @@ type Config struct {
 	// single control-plane node: kind, k3s, minikube). A resume answered 410 by a watch cache
 	// younger than the resume RV then relists at once, instead of first re-watching on a fresh
 	// connection, which can only reach the same young cache there and costs one WATCH per
-	// reflector each time the server restarts. Off by default: the client cannot tell one
+	// reflector each time the server restarts; and a watch that cannot reach the server
+	// (refused, a gateway's 502) relists after the wait rather than resume from a restarted
+	// server's new cache, which would answer 410. Off by default: the client cannot tell one
 	// server from several, and behind a balancer that re-watch is what avoids the relist
-	// (docs/semantics.md, "behind a load balancer").
-	SingleServer bool `json:"singleServer,omitempty" help:"the server is one kube-apiserver (no balancer over several): a 410 from a young watch cache relists without a fresh-connection re-watch"`
+	// (docs/semantics.md, "behind a load balancer", "One kube-apiserver").
+	SingleServer bool `json:"singleServer,omitempty" help:"the server is one kube-apiserver (no balancer over several): a 410 from a young watch cache relists without a fresh-connection re-watch, and a server that could not be reached (refused, 502) is relisted from, not resumed from"`
 	// CredentialsRefresh: the caller refreshes credentials when asked (fsm.HookRefreshCredentials;
 	// the façade's RefreshCredentials). A watch refused with 401 after the server had accepted
 	// them asks it, at most once a minute, and re-watches at once (docs/semantics.md,

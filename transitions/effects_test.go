@@ -263,6 +263,9 @@ func rowCases() map[fsm.Transition]rowCase {
 		event: failing(fsm.EvWatchOpenFailed, httpBare(500)), want: []fsm.CommandKind{list}}
 	cases[row(fsm.Watching, fsm.CauseConnectFailed)] = rowCase{setup: watching,
 		event: failing(fsm.EvWatchOpenFailed, &fsm.Failure{Transport: fsm.Refused}), want: []fsm.CommandKind{arm}}
+	// Told there is one kube-apiserver, a 502 from the gateway before it waits for a relist.
+	cases[row(fsm.Watching, fsm.CauseServerUnreachable)] = rowCase{cfg: Config{SingleServer: true}, setup: watching,
+		event: failing(fsm.EvWatchOpenFailed, httpBare(502)), want: []fsm.CommandKind{arm}}
 	cases[row(fsm.Watching, fsm.CauseStreamEnded)] = rowCase{setup: opened,
 		event: plain(fsm.EvWatchEnded), want: []fsm.CommandKind{watch}}
 	cases[row(fsm.Watching, fsm.CauseStreamEndedQuickly)] = rowCase{

@@ -43,8 +43,8 @@ func TestEveryWaitSaysWhereItLeads(t *testing.T) {
 }
 
 // What the table says about each wait's destination, spelled out (docs/semantics.md, failure
-// rows): a failed LIST retries itself; a busy or broken watch re-watches; a rejected watch and
-// a second 410 relist.
+// rows): a failed LIST retries itself; a busy or broken watch re-watches; a rejected watch, a
+// second 410, and the one kube-apiserver unreachable relist.
 func TestWaitDestinations(t *testing.T) {
 	cases := []struct {
 		from  fsm.State
@@ -67,6 +67,7 @@ func TestWaitDestinations(t *testing.T) {
 		{fsm.Watching, fsm.CauseWatchRejectedOnce, fsm.Watching, fsm.CauseRetryWatch},
 		{fsm.Watching, fsm.CauseWatchRejected, fsm.Relisting, fsm.CauseRetryRelist},
 		{fsm.Watching, fsm.CauseRelistDeferred, fsm.Relisting, fsm.CauseRetryRelist},
+		{fsm.Watching, fsm.CauseServerUnreachable, fsm.Relisting, fsm.CauseRetryRelist},
 	}
 	waits := 0
 	for _, row := range Table.Rows() {
@@ -143,7 +144,7 @@ func TestRowsThatBeginARelist(t *testing.T) {
 		assert.Equal(t, row.BeginsRelist(), Table.BeginsRelist(row.Cause), "row %s --%s--> %s", row.From, row.Cause, row.To)
 	}
 	assert.Equal(t, []fsm.Cause{fsm.CauseInternalErrorPastWindow, fsm.CauseExpired, fsm.CauseExpiredAgain, fsm.CauseTooLargeRV,
-		fsm.CauseWatchRejected, fsm.CauseRelistDeferred, fsm.CauseCatchUpMissed}, begin)
+		fsm.CauseWatchRejected, fsm.CauseRelistDeferred, fsm.CauseCatchUpMissed, fsm.CauseServerUnreachable}, begin)
 	assert.False(t, fsm.Transition{From: fsm.Relisting, Cause: fsm.CauseListFailed, To: fsm.Backoff, Then: fsm.Relisting}.BeginsRelist(),
 		"a relist's own retry is no new relist")
 	assert.False(t, fsm.Transition{From: fsm.Backoff, Cause: fsm.CauseRetryRelist, To: fsm.Relisting}.BeginsRelist(),

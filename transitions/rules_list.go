@@ -118,6 +118,7 @@ var listRules = []rule{
 			m.listBrokeOff(s, &e, &out, false)
 			return out
 		},
+		wait: (*Machine).listRefusalDelay,
 	},
 	{
 		cause: fsm.CauseWatchListOpened, label: "watch-list stream opened", accepted: true,

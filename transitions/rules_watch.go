@@ -1,6 +1,7 @@
 package transitions
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -51,7 +52,7 @@ var watchRules = []rule{
 		// while its streak is young (docs/semantics.md, InternalError row).
 		cause: fsm.CauseInternalErrorInWindow, label: "InternalError within window",
 		retry: true, avoidsList: fsm.AvoidsList,
-		reads: []reading{on(answersWatch, watchFailure...).class(fsm.ClassInternal).when(not(internalRelists))},
+		reads: []reading{on(answersWatch, watchFailure...).class(fsm.ClassInternal).when(internalRewatches)},
 		rows:  []fsm.Transition{waits(fsm.Watching, fsm.Watching)},
 		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
 			noteInternalError(s, &e)
@@ -71,8 +72,19 @@ var watchRules = []rule{
 	{
 		cause: fsm.CauseConnectFailed, label: "refused / reset / EOF before open",
 		retry: true, avoidsList: fsm.AvoidsList,
-		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassTransport)},
+		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassTransport).when(not(oneServerUnreachable))},
 		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Watching)},
+		effect: watchFailedEffect,
+	},
+	{
+		// Told the server is one kube-apiserver (SingleServer), a watch that cannot reach it —
+		// nothing listens, or the gateway in front of it answers 502 — means it is down: when
+		// it answers again it is a new process, whose watch cache began after the resume RV
+		// and would answer the resume 410. The wait leads to the relist at the last RV that
+		// 410 would have led to, one request sooner (docs/semantics.md, "One kube-apiserver").
+		cause: fsm.CauseServerUnreachable, label: "the one kube-apiserver unreachable (refused, 502) → wait, LIST at last RV", retry: true,
+		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassTransport, fsm.ClassInternal).when(oneServerUnreachable)},
+		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Relisting)},
 		effect: watchFailedEffect,
 	},
 	{
@@ -219,10 +231,26 @@ var watchRules = []rule{
 
 // Conditions of the watch rules' readings.
 
-// internalRelists: the internal error relists: a StorageReadError, or an InternalError that
-// ends a spent streak.
+// internalRelists and internalRewatches: the internal error relists at once (a
+// StorageReadError, or an InternalError that ends a spent streak) or re-watches; neither when
+// it says the one kube-apiserver is unreachable (server-unreachable reads it).
 func internalRelists(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
-	return storageReadError(e.Failure) || internalStreakSpent(m, s, e)
+	return !oneServerUnreachable(m, s, e) && (storageReadError(e.Failure) || internalStreakSpent(m, s, e))
+}
+
+func internalRewatches(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return !oneServerUnreachable(m, s, e) && !storageReadError(e.Failure) && !internalStreakSpent(m, s, e)
+}
+
+// oneServerUnreachable: the caller says the server is one kube-apiserver (SingleServer), and
+// the watch could not reach it: the connection was refused, or a gateway in front of it answered
+// 502 Bad Gateway, which kube-apiserver itself never answers a watch with. A reset or an EOF is
+// not read so: a kube-apiserver that is up ends watches so too (docs/semantics.md, "One
+// kube-apiserver").
+func oneServerUnreachable(m *Machine, _ *fsm.Snapshot, e fsm.Event) bool {
+	f := e.Failure
+	return m.cfg.SingleServer && f != nil && (f.Transport == fsm.Refused ||
+		f.Code == http.StatusBadGateway || f.Status != nil && f.Status.Code == http.StatusBadGateway)
 }
 
 // storageReadError: a 500 whose reason is StorageReadError — the server could not read an

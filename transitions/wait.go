@@ -63,6 +63,20 @@ func (m *Machine) firstRefusalDelay(s *fsm.Snapshot, e fsm.Event) time.Duration 
 	return max(m.guardResumeRV(s, &e, m.stepAt(s, 0)), MinWait)
 }
 
+// listRefusalDelay is the wait before a LIST refused with a client error is asked again. The
+// first refusal since a watch was last accepted or a listing completed waits like the first
+// refused watch (firstRefusalDelay): a relist that began because the one kube-apiserver was
+// unreachable (server-unreachable) meets the restarted server's authorizer as a re-watch
+// does. It marks the refusal (Snapshot.Watch.Rejected), so the next waits the usual delay.
+func (m *Machine) listRefusalDelay(s *fsm.Snapshot, e fsm.Event) time.Duration {
+	first := !s.Watch.Rejected
+	s.Watch.Rejected = true
+	if ra, ok := retryAfter(e.Failure); !first || ok && ra >= MinRetryAfter {
+		return m.delay(s, &e, s.State)
+	}
+	return max(m.stepAt(s, 0), MinWait)
+}
+
 // lagDelay is the wait before the relist that answers "too large resource version" on a
 // re-watch: the backoff's next step, never shorter than the server's Retry-After. The RV came
 // from the server itself (the LIST that began the watch), so the answer means a watch cache
