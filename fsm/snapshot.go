@@ -107,6 +107,10 @@ type ServerFacts struct {
 	PageLimit int64 `json:"pageLimit,omitempty"`
 	// WatchListUnsupported: the server refused watch-list once; LIST from then on.
 	WatchListUnsupported bool `json:"watchListUnsupported,omitempty"`
+	// WatchListServed: the server ended a watch-list's initial events once, so it serves
+	// watch-lists: a later 401 or 403 to one refuses the request, as to a LIST, and says
+	// nothing of support (a restarted kube-apiserver's authorizer before its caches synced).
+	WatchListServed bool `json:"watchListServed,omitempty"`
 }
 
 // WatchState is the current watch stream, and the streaks that span watches.

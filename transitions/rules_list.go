@@ -1,6 +1,10 @@
 package transitions
 
-import "github.com/rewatch/rewatch/fsm"
+import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/rewatch/rewatch/fsm"
+)
 
 // The rules of a listing: the first fill (Listing, at RV 0) and a relist (Relisting, at the
 // last RV), page by page or as a watch-list stream (docs/semantics.md, "Initial LIST",
@@ -112,6 +116,7 @@ var listRules = []rule{
 		reads: []reading{
 			on(answersList, fsm.EvListFailed).class(fsm.ClassRejected),
 			on(answersProbe, fsm.EvListFailed).class(fsm.ClassRejected),
+			on(answersStream, fsm.EvWatchOpenFailed).class(fsm.ClassRejected).when(watchListRefused),
 		},
 		rows: []fsm.Transition{waits(fsm.Listing, fsm.Listing), waits(fsm.Relisting, fsm.Relisting)},
 		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
@@ -181,14 +186,16 @@ var listRules = []rule{
 			m.replace(s, e.ResourceVersion, e.Now, &out)
 			streamClosed(s)
 			streamOpened(s, &e)
+			s.Server.WatchListServed = true
 			return out
 		},
 	},
 	{
 		// A server without watch-list answers 400 Invalid (or 403/404 through some proxies):
-		// fall back to LIST for good, as client-go does.
+		// fall back to LIST for good, as client-go does. A 401 or 403 from a server that has
+		// served a watch-list is a refusal (list-rejected), not this.
 		cause: fsm.CauseWatchListUnsupported, label: "watch-list unsupported → paginated LIST", retry: true,
-		reads: []reading{on(answersStream, fsm.EvWatchOpenFailed).class(fsm.ClassRejected)},
+		reads: []reading{on(answersStream, fsm.EvWatchOpenFailed).class(fsm.ClassRejected).when(not(watchListRefused))},
 		rows:  []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
 		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
 			discardStaged(s, &out)
@@ -299,6 +306,18 @@ func not(cond func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool) func(m *Machi
 // whole with its token (keepPages) drops what came of it; anything else — a first page, a
 // watch-list stream, a refused continuation — has nothing to resume from, and its listing
 // starts again from page 1 after the wait (docs/semantics.md, "Initial LIST").
+// watchListRefused: a watch-list answered 401 or 403 by a server that has served one: a
+// refusal of the request, as of a LIST — right after a kube-apiserver restart its authorizer
+// answers 403 until its caches have synced — not a server without watch-list, which would
+// send this reflector to paginated LISTs for good (docs/semantics.md, "watch-list").
+func watchListRefused(_ *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	if !s.Server.WatchListServed || e.Failure == nil {
+		return false
+	}
+	err := statusError(e.Failure)
+	return apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)
+}
+
 func (m *Machine) listBrokeOff(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command, keepPages bool) {
 	m.endRequest(s, e, out)
 	if keepPages {
