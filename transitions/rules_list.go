@@ -302,14 +302,10 @@ func not(cond func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool) func(m *Machi
 	return func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool { return !cond(m, s, e) }
 }
 
-// listBrokeOff ends a listing's request that failed. A continuation page that can be retried
-// whole with its token (keepPages) drops what came of it; anything else — a first page, a
-// watch-list stream, a refused continuation — has nothing to resume from, and its listing
-// starts again from page 1 after the wait (docs/semantics.md, "Initial LIST").
 // watchListRefused: a watch-list answered 401 or 403 by a server that has served one: a
 // refusal of the request, as of a LIST — right after a kube-apiserver restart its authorizer
 // answers 403 until its caches have synced — not a server without watch-list, which would
-// send this reflector to paginated LISTs for good (docs/semantics.md, "watch-list").
+// send this reflector to paginated LISTs for good (docs/semantics.md, "Streaming list").
 func watchListRefused(_ *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 	if !s.Server.WatchListServed || e.Failure == nil {
 		return false
@@ -318,6 +314,10 @@ func watchListRefused(_ *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 	return apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)
 }
 
+// listBrokeOff ends a listing's request that failed. A continuation page that can be retried
+// whole with its token (keepPages) drops what came of it; anything else — a first page, a
+// watch-list stream, a refused continuation — has nothing to resume from, and its listing
+// starts again from page 1 after the wait (docs/semantics.md, "Initial LIST").
 func (m *Machine) listBrokeOff(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command, keepPages bool) {
 	m.endRequest(s, e, out)
 	if keepPages {
