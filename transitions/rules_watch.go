@@ -239,7 +239,7 @@ func internalRelists(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 }
 
 func internalRewatches(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
-	return !oneServerUnreachable(m, s, e) && !storageReadError(e.Failure) && !internalStreakSpent(m, s, e)
+	return !oneServerUnreachable(m, s, e) && !internalRelists(m, s, e)
 }
 
 // oneServerUnreachable: the caller says the server is one kube-apiserver (SingleServer), and
@@ -249,8 +249,8 @@ func internalRewatches(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 // kube-apiserver").
 func oneServerUnreachable(m *Machine, _ *fsm.Snapshot, e fsm.Event) bool {
 	f := e.Failure
-	return m.cfg.SingleServer && f != nil && (f.Transport == fsm.Refused ||
-		f.Code == http.StatusBadGateway || f.Status != nil && f.Status.Code == http.StatusBadGateway)
+	return m.cfg.SingleServer && f != nil &&
+		(f.Transport == fsm.Refused || statusError(f).ErrStatus.Code == http.StatusBadGateway)
 }
 
 // storageReadError: a 500 whose reason is StorageReadError — the server could not read an
