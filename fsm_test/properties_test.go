@@ -154,9 +154,10 @@ func TestPropertyRewatchUsesLastRVAndRVsNeverGoBack(t *testing.T) {
 // and never under MinWait; the first refusal since a watch was accepted waits the backoff's
 // first step, whatever its attempt. A Retry-After is waited exactly unless it repeats one
 // honoured earlier with no request accepted in between (a LIST page, an opened watch, a watch
-// frame, tracked here from the events alone) and no wait of the backoff's own: then the wait
-// lies in [RA, RA × (1 + spread)), and the spread stops at the cap and, for a re-watch, at the
-// resume RV's lifetime.
+// frame, tracked here from the events alone) and no wait of the reflector's own (the
+// backoff's, or a relist rule's longer than the Retry-After): then the wait lies in
+// [RA, RA × (1 + spread)), and the spread stops at the cap and, for a re-watch, at the resume
+// RV's lifetime.
 func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := drawRun(t)
@@ -173,19 +174,29 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 				if c.Kind != fsm.CmdArmTimer {
 					continue
 				}
-				if cfg.MaxRelists > 0 && transitions.Table.BeginsRelist(c.Reason) {
-					// A relist's wait is its relist rules' to lengthen (TestPropertyRelistCapHolds).
-					continue
-				}
-				if ra := st.gen.retryAfter; ra >= transitions.MinRetryAfter {
+				ra := st.gen.retryAfter
+				// raBounds is the wait a usable Retry-After allows.
+				raBounds := func() (lo, hi time.Duration) {
 					want := min(ra, cfg.RetryAfterCap)
-					lo, hi := want, want
+					lo, hi = want, want
 					if honoured && cfg.RetryAfterSpread > 0 {
 						hi = min(want+time.Duration(float64(want)*cfg.RetryAfterSpread), cfg.RetryAfterCap)
 						if limit, on := resumeGuard(cfg, st); on {
 							hi = max(want, min(hi, limit))
 						}
 					}
+					return lo, hi
+				}
+				if cfg.MaxRelists > 0 && transitions.Table.BeginsRelist(c.Reason) {
+					// A relist's wait is its relist rules' to lengthen (TestPropertyRelistCapHolds).
+					// One they lengthened past the Retry-After is theirs, not the server's, and
+					// the next Retry-After is a first one again, as after the backoff's own wait.
+					lo, hi := raBounds()
+					honoured = c.Reason != fsm.CauseRelistDeferred && ra >= transitions.MinRetryAfter && c.Delay >= lo && c.Delay <= hi
+					continue
+				}
+				if ra >= transitions.MinRetryAfter {
+					lo, hi := raBounds()
 					if c.Delay < lo || c.Delay > hi {
 						t.Fatalf("step %d: waited %v, Retry-After %v capped at %v, repeated %v, spread %v: want [%v, %v]",
 							i, c.Delay, ra, cfg.RetryAfterCap, honoured, cfg.RetryAfterSpread, lo, hi)

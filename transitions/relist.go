@@ -78,12 +78,29 @@ func (m *Machine) beginRelist(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition,
 	case row.To == fsm.Relisting:
 		m.relistNow(s, e, out)
 	case row.Cause == fsm.CauseRelistDeferred:
-		m.backoff(s, row, max(m.relistWait(s, e), MinWait), out)
+		m.backoff(s, row, m.rulesWait(s, m.relistWait(s, e)), out)
 	case row.Cause == fsm.CauseTooLargeRV:
-		m.backoff(s, row, max(m.lagDelay(s, e), m.relistWait(s, e)), out)
+		m.backoff(s, row, m.atLeastRulesWait(s, e, m.lagDelay(s, e)), out)
 	default:
-		m.backoff(s, row, max(m.delay(s, e, row.Then), m.relistWait(s, e)), out)
+		m.backoff(s, row, m.atLeastRulesWait(s, e, m.delay(s, e, row.Then)), out)
 	}
+}
+
+// atLeastRulesWait lengthens a row's own wait d to what the relist rules ask, when they ask
+// for more.
+func (m *Machine) atLeastRulesWait(s *fsm.Snapshot, e *fsm.Event, d time.Duration) time.Duration {
+	if w := m.relistWait(s, e); w > d {
+		return m.rulesWait(s, w)
+	}
+	return d
+}
+
+// rulesWait is a wait the relist rules decided, not the server: whatever Retry-After the
+// event carried was not what the reflector waited, so the next Retry-After is a first one
+// again, waited exactly (docs/semantics.md, "a repeated Retry-After").
+func (m *Machine) rulesWait(s *fsm.Snapshot, d time.Duration) time.Duration {
+	s.RetryAfter.Repeats = 0
+	return max(d, MinWait)
 }
 
 // relistNow sends a relist's first LIST: at once on its row, or when the wait it began after
