@@ -177,6 +177,12 @@ type ResumeState struct {
 	// resourceVersion, or a completed relist.
 	CatchingUp bool   `json:"catchingUp,omitempty"`
 	Target     uint64 `json:"target,omitempty"`
+	// Timeout is the timeoutSeconds the catch-up watch in flight asked for: a watch the server
+	// ends cleanly at that deadline has caught up. LastFrame is when it last delivered a frame:
+	// a catch-up's frames are a backlog sent back to back and a bookmark timed by its short
+	// deadline, which say nothing of the resource's cadence (Watch.Silence does not learn them).
+	Timeout   int64     `json:"timeout,omitempty"`
+	LastFrame time.Time `json:"lastFrame,omitzero"`
 }
 
 // WaitState is the backoff: the timer armed, where it leads, and how far the backoff has gone.

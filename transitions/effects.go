@@ -14,16 +14,22 @@ func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out []fsm.Command) [
 		streamOpened(s, e)
 		accepted(s)
 	}
+	catchingUp := s.Resume.CatchingUp
 	if e.ResourceVersion != "" && e.ResourceVersion != s.LastRV {
 		progress(s, e)
 		s.Watch.Progressed, s.Watch.QuickEnds = true, 0
-		if s.Resume.CatchingUp {
+		if catchingUp {
 			catchUp(s, e.ResourceVersion)
 		}
 	}
 	s.Watch.Events++
 	s.Watch.ExpiredStreak, s.Watch.FreshTried = 0, false
-	frameHeard(s, e.Now)
+	if catchingUp {
+		// A catch-up's frames teach the silence rule no cadence (fsm.ResumeState.LastFrame).
+		s.Resume.LastFrame, s.Watch.Silence.HeardAt = e.Now, e.Now
+	} else {
+		frameHeard(s, e.Now)
+	}
 	if e.Type != fsm.Bookmark {
 		out = append(out, fsm.Command{Kind: fsm.CmdApply, Type: e.Type, Key: e.Key, ResourceVersion: e.ResourceVersion, Object: e.Object})
 	}

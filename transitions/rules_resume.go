@@ -117,14 +117,15 @@ func startsFromSnapshot(_ *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 }
 
 // endedAtCatchUpDeadline: the catch-up watch ended cleanly no earlier than a second before the
-// deadline it asked for (the server's timer and ours start a round trip apart), and no frame
-// came in the second before its end. The server sends the events it owes a new watcher back to
-// back, so a quiet last second says it had sent them all; a stream still delivering when the
-// server's timer ended it may have been cut in the middle of them.
+// deadline it asked for (Resume.Timeout, which WatchTimeoutMax may have shortened; the
+// server's timer and ours start a round trip apart), and no frame came in the second before
+// its end. The server sends the events it owes a new watcher back to back, so a quiet last
+// second says it had sent them all; a stream still delivering when the server's timer ended
+// it may have been cut in the middle of them.
 func endedAtCatchUpDeadline(_ *Machine, s *fsm.Snapshot, e fsm.Event) bool {
-	last := s.Watch.Silence.LastFrame
+	last := s.Resume.LastFrame
 	return s.Resume.CatchingUp && e.Failure == nil && s.Watch.Open &&
-		e.Now.Sub(s.Watch.OpenedAt) >= (catchUpWatchTimeout-1)*time.Second &&
+		e.Now.Sub(s.Watch.OpenedAt) >= time.Duration(s.Resume.Timeout)*time.Second-catchUpQuietTail &&
 		(last.IsZero() || e.Now.Sub(last) >= catchUpQuietTail)
 }
 

@@ -19,7 +19,8 @@ func (m *Machine) openWatch(s *fsm.Snapshot, out *[]fsm.Command) {
 	if s.Resume.CatchingUp {
 		// A restored snapshot waits for a bookmark to be synced: a deadline a few seconds
 		// away brings kube-apiserver's (rules_resume.go).
-		timeout = min(catchUpWatchTimeout, int64(m.cfg.WatchTimeoutMax.Seconds()))
+		timeout = min(catchUpWatchTimeout, max(int64(m.cfg.WatchTimeoutMax.Seconds()), 1))
+		s.Resume.Timeout = timeout
 	} else {
 		timeout = m.watchTimeout(s)
 	}
