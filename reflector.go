@@ -173,14 +173,26 @@ func (r *Reflector) Run(ctx context.Context) (err error) {
 			}
 		}()
 	}
-	dc.Observers = append(dc.Observers, driver.ObserverFunc(func(t driver.Transition) {
-		r.count.observe(t)
-		if r.cfg.OnTransition != nil {
-			r.cfg.OnTransition(t)
-		}
-		if h := r.cfg.WatchErrorHandler; h != nil && t.Event.Failure != nil && t.Cause != fsm.NoCause {
-			h(ctx, t.Event.Failure.Err())
-		}
-	}))
+	dc.Observers = append(dc.Observers, reflectorObserver{r: r, ctx: ctx})
 	return driver.Run(ctx, dc)
 }
+
+// reflectorObserver folds the reflector's transitions and saves into its Stats and hands the
+// transitions to the caller's callbacks.
+type reflectorObserver struct {
+	r   *Reflector
+	ctx context.Context
+}
+
+func (o reflectorObserver) Observe(t driver.Transition) error {
+	o.r.count.observe(t)
+	if o.r.cfg.OnTransition != nil {
+		o.r.cfg.OnTransition(t)
+	}
+	if h := o.r.cfg.WatchErrorHandler; h != nil && t.Event.Failure != nil && t.Cause != fsm.NoCause {
+		h(o.ctx, t.Event.Failure.Err())
+	}
+	return nil
+}
+
+func (o reflectorObserver) ObserveSave(r driver.SaveResult) { o.r.count.observeSave(r) }

@@ -50,6 +50,35 @@ type Stats struct {
 	// since ListFailing.Since. nil while no listing is failing (docs/semantics.md,
 	// "Visibility").
 	ListFailing *ListFailing
+	// Persist is how the persisted cache's saves go: nil until the first save ended, or
+	// without a persisted cache (docs/semantics.md, "Persisted cache").
+	Persist *PersistStats
+}
+
+// PersistStats is how the saves of a persisted cache go.
+type PersistStats struct {
+	// Saves counts the saves that succeeded; LastSaved, LastSavedRV and LastSavedObjects
+	// describe the last of them (zero: none yet).
+	Saves            int
+	LastSaved        time.Time
+	LastSavedRV      string
+	LastSavedObjects int
+	// Failures counts the saves that failed since the last that succeeded (0: saving works),
+	// FailingSince is when the first of them ended, and LastError is the last one's error.
+	Failures     int
+	FailingSince time.Time
+	LastError    string
+}
+
+func (p PersistStats) String() string {
+	saved := "nothing saved yet"
+	if p.Saves > 0 {
+		saved = fmt.Sprintf("%d saves, the last at rv %s (%d objects)", p.Saves, p.LastSavedRV, p.LastSavedObjects)
+	}
+	if p.Failures == 0 {
+		return saved
+	}
+	return fmt.Sprintf("FAILING since %s (%d failures): %s; %s", p.FailingSince.Format(time.RFC3339), p.Failures, p.LastError, saved)
 }
 
 // StartWay is which way a reflector's start went.
@@ -255,6 +284,28 @@ func (c *counter) observe(t driver.Transition) {
 	}
 }
 
+// observeSave folds how a save went into Stats.Persist.
+func (c *counter) observeSave(r driver.SaveResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.st.Persist
+	if p == nil {
+		p = &PersistStats{}
+		c.st.Persist = p
+	}
+	if r.Err != nil {
+		if p.Failures == 0 {
+			p.FailingSince = r.At
+		}
+		p.Failures++
+		p.LastError = r.Err.Error()
+		return
+	}
+	p.Saves++
+	p.LastSaved, p.LastSavedRV, p.LastSavedObjects = r.At, r.RV, r.Objects
+	p.Failures, p.FailingSince, p.LastError = 0, time.Time{}, ""
+}
+
 func (c *counter) request(kind string) {
 	if c.metrics != nil {
 		c.metrics.Request(kind)
@@ -280,6 +331,10 @@ func (c *counter) snapshot() Stats {
 	if c.st.ListFailing != nil {
 		lf := *c.st.ListFailing
 		out.ListFailing = &lf
+	}
+	if c.st.Persist != nil {
+		p := *c.st.Persist
+		out.Persist = &p
 	}
 	if c.sizer != nil {
 		out.Objects = c.sizer.Len()
@@ -392,6 +447,9 @@ func (o *StatsObserver) Observe(t driver.Transition) error {
 	o.c.observe(t)
 	return nil
 }
+
+// ObserveSave takes how a save of the persisted store went (driver.SaveObserver).
+func (o *StatsObserver) ObserveSave(r driver.SaveResult) { o.c.observeSave(r) }
 
 // Stats is a snapshot of what the reflector has done so far.
 func (o *StatsObserver) Stats() Stats {

@@ -142,6 +142,22 @@ type Transition struct {
 // Observer is told of every event the machine takes.
 type Observer interface{ Observe(Transition) error }
 
+// SaveObserver is an Observer that also hears how each save of a persisted store went
+// (docs/semantics.md, "Persisted cache"): the façade's Stats keep it.
+type SaveObserver interface {
+	Observer
+	ObserveSave(SaveResult)
+}
+
+// SaveResult is how one save of the store went: when it ended, the resourceVersion and number
+// of objects it wrote, and its error (nil: saved).
+type SaveResult struct {
+	At      time.Time
+	RV      string
+	Objects int
+	Err     error
+}
+
 // ObserverFunc adapts a function that cannot fail to Observer.
 type ObserverFunc func(Transition)
 

@@ -102,6 +102,9 @@ type driver struct {
 	saveDone  chan saveResult
 	savedRV   string
 	final     *pendingSave
+	// saveFailures counts the saves that failed since the last that succeeded: the first is
+	// logged with its reason, the next ones are not, and the save that works again says so.
+	saveFailures int
 	// saveCtx is the context of the saves the period begins (saveCancel ends it).
 	saveCtx    context.Context
 	saveCancel context.CancelFunc
@@ -265,14 +268,38 @@ func (d *driver) startSave(ctx context.Context, p *pendingSave) {
 	}()
 }
 
-// saved takes a save's result.
+// saved takes a save's result. A failure is said once, at error level — a controller whose
+// logger shows errors only must hear that its cache is not being persisted — and again when a
+// save works again; the failures between are counted (docs/semantics.md, "Persisted cache").
 func (d *driver) saved(r saveResult) {
 	d.saving = false
+	if r.err != nil && errors.Is(r.err, context.Canceled) && d.saveCtx.Err() != nil {
+		// The stop ended the save the period began, to save the store as the loop left it:
+		// that is no failure of the cache's.
+		d.cfg.Logger.Debug("persisting the store abandoned at stop", "resource", d.cfg.Transport.String(), "rv", r.rv)
+		return
+	}
+	res := SaveResult{At: d.cfg.Clock.Now(), RV: r.rv, Objects: r.objects, Err: r.err}
+	for _, o := range d.cfg.Observers {
+		if so, ok := o.(SaveObserver); ok {
+			so.ObserveSave(res)
+		}
+	}
 	if r.err != nil {
-		d.cfg.Logger.Warn("persisting the store failed", "resource", d.cfg.Transport.String(), "rv", r.rv, "err", r.err)
+		d.saveFailures++
+		if d.saveFailures == 1 {
+			d.cfg.Logger.Error("persisting the store failed; it is tried again every period, and said again once a save works", "resource", d.cfg.Transport.String(), "rv", r.rv, "err", r.err)
+		} else {
+			d.cfg.Logger.Debug("persisting the store failed again", "resource", d.cfg.Transport.String(), "rv", r.rv, "failures", d.saveFailures, "err", r.err)
+		}
 		return
 	}
 	d.savedRV = r.rv
+	if d.saveFailures > 0 {
+		d.cfg.Logger.Info("persisting the store works again", "resource", d.cfg.Transport.String(), "rv", r.rv, "objects", r.objects, "failed", d.saveFailures)
+		d.saveFailures = 0
+		return
+	}
 	d.cfg.Logger.Debug("store persisted", "resource", d.cfg.Transport.String(), "rv", r.rv, "objects", r.objects)
 }
 

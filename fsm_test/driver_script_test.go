@@ -333,13 +333,13 @@ func (l persistLog) Handle(_ context.Context, r slog.Record) error {
 	h := l.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch r.Message {
-	case "persisting the store":
+	switch {
+	case r.Message == "persisting the store":
 		h.started++
-	case "store persisted":
+	case r.Message == "store persisted", r.Message == "persisting the store works again":
 		fmt.Fprintf(&b, " [%s]", strings.Join(h.savedKeys, " "))
 		h.finished++
-	case "persisting the store failed":
+	case strings.HasPrefix(r.Message, "persisting the store failed"), r.Message == "persisting the store abandoned at stop":
 		h.finished++
 	}
 	h.lines = append(h.lines, b.String())

@@ -104,7 +104,10 @@ func (d dirStore) Open(ctx context.Context, id Identity) (io.ReadCloser, error) 
 		return nil, err
 	}
 	name := filepath.Join(d.path, FileName(id))
-	f, err := os.Open(name)
+	if fi, err := os.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, refused(nil, "%s is a symbolic link", name)
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|noFollow, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNotFound
 	}
@@ -158,7 +161,7 @@ func (d dirStore) Create(ctx context.Context, id Identity) (Pending, error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := final + tmpInfix + hex.EncodeToString(rnd[:])
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
 	if err != nil {
 		unlock()
 		return nil, fmt.Errorf("persist: %w", err)

@@ -13,7 +13,7 @@ import (
 // save of the same identity under way elsewhere makes this one fail, to be tried again at the
 // next period, rather than wait behind it. The kernel releases the lock when the process dies.
 func lockFile(name string) (unlock func(), err error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -15,3 +15,7 @@ func fileOwner(fi fs.FileInfo) (int, bool) {
 	}
 	return int(st.Uid), true
 }
+
+// noFollow makes an open refuse a symbolic link as its last element: a link planted in the
+// cache directory must not make a save create or lock a file elsewhere, nor a load read one.
+const noFollow = syscall.O_NOFOLLOW
