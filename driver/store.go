@@ -54,14 +54,16 @@ type Replacement interface {
 	Abandon()
 }
 
-// HeldVersion reports the resourceVersion of the object a store holds under namespace and name
-// ("" for a cluster-scoped object), and whether it holds one. namespace and name are valid only
+// HeldVersion reports the resourceVersion and uid of the object a store holds under namespace
+// and name ("" for a cluster-scoped object), and whether it holds one. An item is the object
+// held only when both match: a name at the same resourceVersion in another history (a cluster
+// created again at the same address) is another object (docs/semantics.md, "Persisted cache"). namespace and name are valid only
 // during the call (a transport may hand over views of its read buffer): the store must not keep
 // them.
 //
 // It is a type alias so that a transport can name the same function type without importing
 // this package.
-type HeldVersion = func(namespace, name string) (resourceVersion string, held bool)
+type HeldVersion = func(namespace, name string) (resourceVersion, uid string, held bool)
 
 // VersionedStore is an IncrementalStore that says which version of each object it holds, so
 // that a relist need not decode an item the store already holds at the same resourceVersion:
@@ -101,8 +103,9 @@ type Keeper interface {
 }
 
 // SameVersion says whether two objects are the same version of one object: both carry the
-// same non-empty resourceVersion (docs/semantics.md, "Relists": no update for an unchanged
-// object).
+// same non-empty resourceVersion and the same uid (docs/semantics.md, "Relists": no update for
+// an unchanged object; "Persisted cache": the same name at the same resourceVersion in another
+// history is another object).
 func SameVersion(old, obj any) bool {
 	o, err := meta.Accessor(old)
 	if err != nil {
@@ -117,7 +120,7 @@ func SameVersion(old, obj any) bool {
 
 func sameVersion(old, obj metav1.Object) bool {
 	rv := obj.GetResourceVersion()
-	return rv != "" && rv == old.GetResourceVersion()
+	return rv != "" && rv == old.GetResourceVersion() && obj.GetUID() == old.GetUID()
 }
 
 // KeyOf is the namespace/name key client-go's MetaNamespaceKeyFunc computes: "name" for
@@ -316,19 +319,20 @@ func (s *MemStore) HeldVersions() HeldVersion {
 }
 
 // heldVersion looks the object up by the two strings given, which the map lookup does not
-// keep, and returns its own resourceVersion string, so that a skipped item allocates none.
-func (s *MemStore) heldVersion(namespace, name string) (string, bool) {
+// keep, and returns its own resourceVersion and uid strings, so that a skipped item allocates
+// none.
+func (s *MemStore) heldVersion(namespace, name string) (string, string, bool) {
 	s.mu.RLock()
 	e, ok := s.items[objectName{namespace, name}]
 	s.mu.RUnlock()
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	m, err := meta.Accessor(e.obj)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
-	return m.GetResourceVersion(), true
+	return m.GetResourceVersion(), string(m.GetUID()), true
 }
 
 // GetByKey returns the object stored under the namespace/name key.

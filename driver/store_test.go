@@ -124,7 +124,7 @@ func TestMemStoreHeldVersionsAndKeep(t *testing.T) {
 		namespace, name, rv string
 		ok                  bool
 	}{{"ns", "kept", "1", true}, {"", "node", "4", true}, {"ns", "node", "", false}, {"ns", "missing", "", false}} {
-		rv, ok := held(c.namespace, c.name)
+		rv, _, ok := held(c.namespace, c.name)
 		require.Equal(t, c.ok, ok, c.name)
 		require.Equal(t, c.rv, rv, c.name)
 	}
@@ -141,4 +141,31 @@ func TestMemStoreHeldVersionsAndKeep(t *testing.T) {
 	require.Equal(t, map[string]string{"ns/kept": "1", "ns/changed": "5", "node": "4"}, s.Versions())
 	got, _ := s.GetByKey("ns/kept")
 	require.Same(t, kept, got)
+}
+
+// docs/semantics.md "Persisted cache": the same name at the same resourceVersion with another
+// uid is another object — a cluster created again at the same address reuses names and, its
+// etcd starting over, resourceVersions. The store's query says the uid it holds, and a put of
+// such an object replaces the stored one instead of keeping it as unchanged.
+func TestAnotherUIDAtTheSameVersionIsAnotherObject(t *testing.T) {
+	s := driver.NewMemStore()
+	old := cm("ns", "a", "5")
+	old.UID = "uid-of-the-old-cluster"
+	require.NoError(t, s.Replace([]any{old}, "5"))
+	rv, uid, ok := s.HeldVersions()("ns", "a")
+	require.True(t, ok)
+	require.Equal(t, "5", rv)
+	require.Equal(t, "uid-of-the-old-cluster", uid)
+
+	other := cm("ns", "a", "5")
+	other.UID = "uid-of-the-new-cluster"
+	require.False(t, driver.SameVersion(old, other))
+	require.True(t, driver.SameVersion(old, old.DeepCopy()))
+	r, err := s.BeginReplace()
+	require.NoError(t, err)
+	require.NoError(t, r.Put(other))
+	require.NoError(t, r.Finish("7"))
+	got, ok := s.GetByKey("ns/a")
+	require.True(t, ok)
+	require.Same(t, other, got, "the new cluster's object replaced the old one")
 }

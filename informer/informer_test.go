@@ -422,10 +422,10 @@ type skippingTransport struct {
 	kept atomic.Int32
 }
 
-func (s *skippingTransport) ListHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+func (s *skippingTransport) ListHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (rv, uid string, ok bool), emit func(fsm.Event) bool) {
 	s.fakeTransport.List(ctx, c, func(e fsm.Event) bool {
 		if o, ok := e.Object.(*corev1.ConfigMap); ok && e.Kind == fsm.EvListItem {
-			if rv, ok := held(o.Namespace, o.Name); ok && rv == o.ResourceVersion {
+			if rv, uid, ok := held(o.Namespace, o.Name); ok && rv == o.ResourceVersion && uid == string(o.UID) {
 				e.Object = nil
 				s.kept.Add(1)
 			}
@@ -434,7 +434,7 @@ func (s *skippingTransport) ListHeld(ctx context.Context, c fsm.Command, held fu
 	})
 }
 
-func (s *skippingTransport) WatchHeld(ctx context.Context, c fsm.Command, _ func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+func (s *skippingTransport) WatchHeld(ctx context.Context, c fsm.Command, _ func(namespace, name string) (rv, uid string, ok bool), emit func(fsm.Event) bool) {
 	s.fakeTransport.Watch(ctx, c, emit)
 }
 

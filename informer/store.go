@@ -223,7 +223,7 @@ func (s *store) HeldVersions() driver.HeldVersion {
 		return nil
 	}
 	var buf []byte
-	return func(namespace, name string) (string, bool) {
+	return func(namespace, name string) (rv, uid string, ok bool) {
 		buf = buf[:0]
 		if namespace != "" {
 			buf = append(append(buf, namespace...), '/')
@@ -231,13 +231,13 @@ func (s *store) HeldVersions() driver.HeldVersion {
 		buf = append(buf, name...)
 		obj, exists, err := s.indexer.GetByKey(unsafe.String(unsafe.SliceData(buf), len(buf)))
 		if err != nil || !exists {
-			return "", false
+			return "", "", false
 		}
 		m, err := meta.Accessor(obj)
 		if err != nil {
-			return "", false
+			return "", "", false
 		}
-		return m.GetResourceVersion(), true
+		return m.GetResourceVersion(), string(m.GetUID()), true
 	}
 }
 

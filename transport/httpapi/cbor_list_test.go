@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
@@ -37,7 +38,7 @@ func cborConfigMaps(t testing.TB, n int) []byte {
 		ListMeta: metav1.ListMeta{ResourceVersion: "4711", Continue: "token-2"}, Items: []corev1.ConfigMap{}}
 	for i := range n {
 		l.Items = append(l.Items, corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: "prod", ResourceVersion: fmt.Sprint(100 + i), Labels: map[string]string{"app": "web"}},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: "prod", ResourceVersion: fmt.Sprint(100 + i), UID: types.UID(fmt.Sprintf("uid-cm-%d", i)), Labels: map[string]string{"app": "web"}},
 			Data:       map[string]string{"key": strings.Repeat("v", 30+i)},
 		})
 	}
@@ -50,7 +51,7 @@ func cborWidgets(t testing.TB, n int) []byte {
 		"metadata": map[string]any{"resourceVersion": "4711", "continue": "token-2"}}}
 	for i := range n {
 		l.Items = append(l.Items, unstructured.Unstructured{Object: map[string]any{"apiVersion": "demo.rewatch.dev/v1", "kind": "Widget",
-			"metadata": map[string]any{"name": fmt.Sprintf("w-%d", i), "namespace": "default", "resourceVersion": fmt.Sprint(100 + i)},
+			"metadata": map[string]any{"name": fmt.Sprintf("w-%d", i), "namespace": "default", "resourceVersion": fmt.Sprint(100 + i), "uid": fmt.Sprintf("uid-w-%d", i)},
 			"spec":     map[string]any{"size": int64(i), "ratio": 0.5, "tags": []any{"a", nil, true}}}})
 	}
 	return cborEncode(t, l)

@@ -104,7 +104,7 @@ type HeldItemForTest struct {
 
 // DecodeListHeldForTest decodes a LIST body with the named decoder (as DecodeListBothWaysForTest)
 // for a store whose versions held reports.
-func DecodeListHeldForTest(decoder, mediaType string, body []byte, held func(namespace, name string) (string, bool)) (items []HeldItemForTest, rv, cont string, err error) {
+func DecodeListHeldForTest(decoder, mediaType string, body []byte, held func(namespace, name string) (rv, uid string, ok bool)) (items []HeldItemForTest, rv, cont string, err error) {
 	var d Decoder = unstructuredDecoder{}
 	switch decoder {
 	case "typed":
@@ -125,12 +125,12 @@ func DecodeListHeldForTest(decoder, mediaType string, body []byte, held func(nam
 
 // DecodeStreamHeldForTest decodes a watch-list stream in the given media type, typed, for a
 // store whose versions held reports.
-func DecodeStreamHeldForTest(mediaType string, body io.ReadCloser, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+func DecodeStreamHeldForTest(mediaType string, body io.ReadCloser, held func(namespace, name string) (rv, uid string, ok bool), emit func(fsm.Event) bool) {
 	DecodeStreamHeldWithForTest(mediaType, Typed(scheme.Scheme), body, held, emit)
 }
 
 // DecodeStreamHeldWithForTest is DecodeStreamHeldForTest with the decoder d.
-func DecodeStreamHeldWithForTest(mediaType string, d Decoder, body io.ReadCloser, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+func DecodeStreamHeldWithForTest(mediaType string, d Decoder, body io.ReadCloser, held func(namespace, name string) (rv, uid string, ok bool), emit func(fsm.Event) bool) {
 	t := &Transport{cfg: Config{Decoder: d, MaxFrameBytes: 1 << 20}}
 	t.decodeStream(context.Background(), body, mediaType, 1, nil, &initialSkip{held: held}, emit)
 }

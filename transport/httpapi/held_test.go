@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,15 +23,17 @@ import (
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
-// heldMap is a store's query over a map of namespace/name keys to resourceVersions.
-func heldMap(versions map[string]string) func(namespace, name string) (string, bool) {
-	return func(namespace, name string) (string, bool) {
+// heldMap is a store's query over a map of namespace/name keys to "resourceVersion uid" (the
+// uid and its space left out for an object without one).
+func heldMap(versions map[string]string) func(namespace, name string) (rv, uid string, ok bool) {
+	return func(namespace, name string) (rv, uid string, ok bool) {
 		key := name
 		if namespace != "" {
 			key = namespace + "/" + name
 		}
-		rv, ok := versions[key]
-		return rv, ok
+		v, ok := versions[key]
+		rv, uid, _ = strings.Cut(v, " ")
+		return rv, uid, ok
 	}
 }
 
@@ -48,14 +51,18 @@ func heldFromItems(t testing.TB, items []any) map[string]string {
 			key = m.GetNamespace() + "/" + key
 		}
 		versions[key] = m.GetResourceVersion()
+		if uid := m.GetUID(); uid != "" {
+			versions[key] += " " + string(uid)
+		}
 	}
 	return versions
 }
 
 // docs/semantics.md "Relists": for a store that holds items at their resourceVersion, a LIST
 // hands those over as key and resourceVersion without decoding them, in their place in the
-// list; an item held at another resourceVersion, or not held, is decoded as without the
-// store's query. Every decoder, JSON and protobuf.
+// list; an item held at another resourceVersion, or with another uid ("Persisted cache": the
+// same name at the same resourceVersion in another history), or not held, is decoded as
+// without the store's query. Every decoder, JSON, protobuf and CBOR.
 func TestListHeldLeavesUnchangedItemsUndecoded(t *testing.T) {
 	for name, c := range map[string]struct {
 		decoder, media string
@@ -78,6 +85,9 @@ func TestListHeldLeavesUnchangedItemsUndecoded(t *testing.T) {
 			keys[i] = m.GetNamespace() + "/" + m.GetName()
 		}
 		versions[keys[1]] = "changed"
+		rv2, uid2, _ := strings.Cut(versions[keys[2]], " ")
+		require.NotEmpty(t, uid2, "%s: the items carry uids", name)
+		versions[keys[2]] = rv2 + " another-history"
 		delete(versions, keys[3])
 
 		items, rv, cont, err := httpapi.DecodeListHeldForTest(c.decoder, c.media, c.body, heldMap(versions))
@@ -86,7 +96,7 @@ func TestListHeldLeavesUnchangedItemsUndecoded(t *testing.T) {
 		require.Equal(t, plain.Continue, cont, name)
 		require.Len(t, items, len(plain.Items), name)
 		for i, item := range items {
-			if i == 1 || i == 3 {
+			if i == 1 || i == 2 || i == 3 {
 				require.Equal(t, httpapi.HeldItemForTest{Object: plain.Items[i]}, item, "%s: item %d", name, i)
 				continue
 			}

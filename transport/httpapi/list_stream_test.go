@@ -21,8 +21,8 @@ import (
 func jsonPods(t testing.TB, n int) []byte {
 	var items []string
 	for i := range n {
-		items = append(items, fmt.Sprintf(`{"metadata":{"name":"web-%d","namespace":"prod","resourceVersion":"%d","labels":{"app":"web"}},`+
-			`"spec":{"containers":[{"name":"web","image":"web:v1","resources":{"limits":{"cpu":"500m"}}}]},"status":{"phase":"Running","podIP":"10.0.0.1"}}`, i, 100+i))
+		items = append(items, fmt.Sprintf(`{"metadata":{"name":"web-%d","namespace":"prod","resourceVersion":"%d","uid":"uid-web-%d","labels":{"app":"web"}},`+
+			`"spec":{"containers":[{"name":"web","image":"web:v1","resources":{"limits":{"cpu":"500m"}}}]},"status":{"phase":"Running","podIP":"10.0.0.1"}}`, i, 100+i, i))
 	}
 	return []byte(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"4711","continue":"token-2"},"items":[` + strings.Join(items, ",") + `]}`)
 }

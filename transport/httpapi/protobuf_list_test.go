@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rewatch/rewatch/transport/httpapi"
@@ -27,6 +28,7 @@ func listPods(t testing.TB, n int) []byte {
 		l.Items = append(l.Items, corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: "web-" + string(rune('a'+i)), Namespace: "prod", ResourceVersion: "47" + string(rune('0'+i)),
+				UID:             types.UID("uid-web-" + string(rune('a'+i))),
 				Labels:          map[string]string{"app": "web", "i": string(rune('0' + i))},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "u1", Controller: &yes}},
 				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kcm", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}},

@@ -64,7 +64,7 @@ func (t *Transport) List(ctx context.Context, c fsm.Command, emit func(fsm.Event
 // bytes, are what held reports is emitted as an EvListItem with its Key and ResourceVersion
 // and no Object, without being decoded (docs/semantics.md, "Relists"). held nil decodes every
 // item.
-func (t *Transport) ListHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+func (t *Transport) ListHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (rv, uid string, ok bool), emit func(fsm.Event) bool) {
 	n := 0
 	e := t.list(ctx, &c, held, func(obj any, key, rv string) error {
 		if !emit(fsm.Event{Kind: fsm.EvListItem, Request: c.Request, Key: key, ResourceVersion: rv, Object: obj}) {
@@ -88,7 +88,7 @@ var errEmitRefused = errors.New("the driver took no more events")
 // no event (Kind 0) when item refused to go on.
 // The body is read through a bound of MaxListBytes; a body cut midway fails as the read that
 // cut it, a body that does not decode as a decode error.
-func (t *Transport) list(ctx context.Context, c *fsm.Command, held func(namespace, name string) (string, bool), item func(obj any, key, rv string) error) fsm.Event {
+func (t *Transport) list(ctx context.Context, c *fsm.Command, held func(namespace, name string) (rv, uid string, ok bool), item func(obj any, key, rv string) error) fsm.Event {
 	failed := func(f *fsm.Failure) fsm.Event {
 		return fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: f}
 	}
@@ -192,7 +192,7 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 // whose object's namespace, name and resourceVersion, read from the frame's bytes, are what
 // held reports is emitted with its Key and ResourceVersion and no Object, without decoding
 // the frame (docs/semantics.md, "Relists"). held nil decodes every frame.
-func (t *Transport) WatchHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+func (t *Transport) WatchHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (rv, uid string, ok bool), emit func(fsm.Event) bool) {
 	if c.FreshConnection {
 		closeIdleConnections(t.cfg.Client)
 	}

@@ -34,7 +34,7 @@ import (
 // the store holds at the same resourceVersion. It ends with the bookmark that ends the initial
 // state: the watch's own ADDED events are always decoded. A nil *initialSkip skips nothing.
 type initialSkip struct {
-	held  func(namespace, name string) (string, bool)
+	held  func(namespace, name string) (rv, uid string, ok bool)
 	ended bool
 	// kept is the frame the decoder just left undecoded, when has is set.
 	kept struct{ key, rv string }

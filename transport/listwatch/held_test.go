@@ -20,17 +20,17 @@ import (
 var _ driver.SkippingTransport = (*listwatch.Transport)(nil)
 
 // heldAt is a store's query holding ns/a at 10 and ns/b at 20.
-func heldAt(namespace, name string) (string, bool) {
+func heldAt(namespace, name string) (rv, uid string, ok bool) {
 	if namespace != "ns" {
-		return "", false
+		return "", "", false
 	}
 	switch name {
 	case "a":
-		return "10", true
+		return "10", "", true
 	case "b":
-		return "20", true
+		return "20", "", true
 	}
-	return "", false
+	return "", "", false
 }
 
 // docs/semantics.md, "Relists": on a relist an item the store holds at the item's own

@@ -141,7 +141,7 @@ func (t *Transport) List(ctx context.Context, c fsm.Command, emit func(fsm.Event
 // ResourceVersion and no Object, so the store keeps the object it holds without transforming
 // or comparing the copy — and an EvListPage without items ends the page (docs/semantics.md,
 // "Relists"). held nil is List.
-func (t *Transport) ListHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+func (t *Transport) ListHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (rv, uid string, ok bool), emit func(fsm.Event) bool) {
 	e, ok := t.list(ctx, c)
 	if !ok {
 		return
@@ -167,7 +167,7 @@ func (t *Transport) ListHeld(ctx context.Context, c fsm.Command, held func(names
 
 // heldItem is the EvListItem for one item of a list: without its object when held reports the
 // item's own resourceVersion.
-func heldItem(obj any, request uint64, held func(namespace, name string) (string, bool)) (fsm.Event, error) {
+func heldItem(obj any, request uint64, held func(namespace, name string) (rv, uid string, ok bool)) (fsm.Event, error) {
 	key, rv, err := transport.ItemKey(obj)
 	if err != nil {
 		return fsm.Event{}, err
@@ -179,9 +179,10 @@ func heldItem(obj any, request uint64, held func(namespace, name string) (string
 	return e, nil
 }
 
-// unchanged says whether held reports obj's own, non-empty resourceVersion rv: the store holds
-// that version of the object (docs/semantics.md, "Relists": no update for an unchanged object).
-func unchanged(obj any, rv string, held func(namespace, name string) (string, bool)) bool {
+// unchanged says whether held reports obj's own, non-empty resourceVersion rv and its uid: the
+// store holds that version of the object (docs/semantics.md, "Relists": no update for an
+// unchanged object; "Persisted cache": an object of another history is another object).
+func unchanged(obj any, rv string, held func(namespace, name string) (rv, uid string, ok bool)) bool {
 	if rv == "" {
 		return false
 	}
@@ -189,8 +190,8 @@ func unchanged(obj any, rv string, held func(namespace, name string) (string, bo
 	if err != nil {
 		return false
 	}
-	h, ok := held(m.GetNamespace(), m.GetName())
-	return ok && h == rv
+	h, uid, ok := held(m.GetNamespace(), m.GetName())
+	return ok && h == rv && uid == string(m.GetUID())
 }
 
 func (t *Transport) list(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
@@ -232,7 +233,7 @@ func (t *Transport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Even
 // at once, and the store keeps the object it holds without transforming or comparing it
 // (docs/semantics.md, "Relists"). The watch's own events always carry their objects. held nil
 // is Watch.
-func (t *Transport) WatchHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (string, bool), emit func(fsm.Event) bool) {
+func (t *Transport) WatchHeld(ctx context.Context, c fsm.Command, held func(namespace, name string) (rv, uid string, ok bool), emit func(fsm.Event) bool) {
 	if !c.SendInitialEvents {
 		held = nil
 	}

@@ -22,7 +22,11 @@ func metaOf(m wire.Meta, ok bool) []string {
 	if !ok {
 		return nil
 	}
-	return []string{string(m.Namespace), string(m.Name), string(m.ResourceVersion)}
+	got := []string{string(m.Namespace), string(m.Name), string(m.ResourceVersion)}
+	if len(m.UID) > 0 {
+		got = append(got, "uid="+string(m.UID))
+	}
+	return got
 }
 
 // The JSON scanner reads an object's top-level metadata only — fields in any order, escapes
@@ -34,7 +38,7 @@ func TestScanJSONMeta(t *testing.T) {
 		raw  string
 		want []string
 	}{
-		"server order":  {`{"metadata":{"name":"a","namespace":"ns","resourceVersion":"5","uid":"u"},"data":{"k":"v"}}`, []string{"ns", "a", "5"}},
+		"server order":  {`{"metadata":{"name":"a","namespace":"ns","resourceVersion":"5","uid":"u"},"data":{"k":"v"}}`, []string{"ns", "a", "5", "uid=u"}},
 		"any order":     {`{"data":{"k":"v"},"kind":"ConfigMap","metadata":{"resourceVersion":"5","labels":{"name":"x"},"namespace":"ns","name":"a"}}`, []string{"ns", "a", "5"}},
 		"white space":   {" {\n \"metadata\" : { \"name\" : \"a\" ,\t\"resourceVersion\":\"5\" } } ", []string{"", "a", "5"}},
 		"cluster scope": {`{"metadata":{"name":"node-1","resourceVersion":"7"}}`, []string{"", "node-1", "7"}},
@@ -55,6 +59,8 @@ func TestScanJSONMeta(t *testing.T) {
 		"namespace twice":          {`{"metadata":{"name":"a","namespace":"x","namespace":"y","resourceVersion":"5"}}`, nil},
 		"name null":                {`{"metadata":{"name":null,"resourceVersion":"5"}}`, nil},
 		"resourceVersion a number": {`{"metadata":{"name":"a","resourceVersion":5}}`, nil},
+		"uid twice":                {`{"metadata":{"name":"a","resourceVersion":"5","uid":"u","uid":"v"}}`, nil},
+		"uid a number":             {`{"metadata":{"name":"a","resourceVersion":"5","uid":7}}`, nil},
 		"key in another case":      {`{"Metadata":{"name":"a","resourceVersion":"5"}}`, nil},
 		"bad escape":               {`{"metadata":{"name":"a\x","resourceVersion":"5"}}`, nil},
 		"not an object":            {`["metadata"]`, nil},
@@ -113,7 +119,7 @@ func TestScanProtobufMeta(t *testing.T) {
 	raw := encodeProtobufMessage(t, cm)
 	metaField := pbwire.ObjectMetaField(reflect.TypeOf(corev1.ConfigMap{}))
 	require.Equal(t, pbwire.FieldNumber(1), metaField)
-	require.Equal(t, []string{"ns", "a", "5"}, metaOf(pbwire.ScanMeta(raw, metaField)))
+	require.Equal(t, []string{"ns", "a", "5", "uid=u"}, metaOf(pbwire.ScanMeta(raw, metaField)))
 
 	node := encodeProtobufMessage(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "9"}})
 	require.Equal(t, []string{"", "n1", "9"}, metaOf(pbwire.ScanMeta(node, 1)))
@@ -130,6 +136,8 @@ func TestScanProtobufMeta(t *testing.T) {
 		"no name":            protoField(nil, 1, protoField(nil, 6, []byte("5"))),
 		"no resourceVersion": protoField(nil, 1, protoField(nil, 1, []byte("a"))),
 		"name twice":         protoField(nil, 1, append(protoField(nil, 1, []byte("b")), meta...)),
+		"uid twice":          protoField(nil, 1, append(protoField(protoField(nil, 5, []byte("u")), 5, []byte("v")), meta...)),
+		"uid a varint":       protoField(nil, 1, append(binary.AppendUvarint(nil, 5<<3|0 /* varint */), append([]byte{7}, meta...)...)),
 		"cut":                raw[:len(raw)-1],
 		"cut metadata":       protoField(nil, 1, meta[:len(meta)-1]),
 		"group wire type":    append(append([]byte{}, raw...), 3<<3|3),
@@ -170,23 +178,26 @@ func TestProtobufAddedMeta(t *testing.T) {
 // The one allocation of an unchanged item is its key; a held resourceVersion that differs, an
 // empty one, or a key the store does not hold is no match.
 func TestUnchanged(t *testing.T) {
-	held := func(namespace, name string) (string, bool) {
+	held := func(namespace, name string) (rv, uid string, ok bool) {
 		if namespace == "ns" && name == "a" {
-			return "5", true
+			return "5", "uid-a", true
 		}
-		return "", false
+		return "", "", false
 	}
-	m := wire.Meta{Namespace: []byte("ns"), Name: []byte("a"), ResourceVersion: []byte("5")}
+	m := wire.Meta{Namespace: []byte("ns"), Name: []byte("a"), ResourceVersion: []byte("5"), UID: []byte("uid-a")}
 	key, rv, ok := wire.Unchanged(held, m)
 	require.True(t, ok)
 	require.Equal(t, "ns/a", key)
 	require.Equal(t, "5", rv)
 	require.Equal(t, 1.0, testing.AllocsPerRun(100, func() { _, _, _ = wire.Unchanged(held, m) }))
 	for _, m := range []wire.Meta{
-		{Namespace: []byte("ns"), Name: []byte("a"), ResourceVersion: []byte("6")},
-		{Namespace: []byte("ns"), Name: []byte("b"), ResourceVersion: []byte("5")},
-		{Namespace: []byte("ns"), Name: []byte("a")},
-		{Name: []byte("a"), ResourceVersion: []byte("5")},
+		{Namespace: []byte("ns"), Name: []byte("a"), ResourceVersion: []byte("6"), UID: []byte("uid-a")},
+		{Namespace: []byte("ns"), Name: []byte("b"), ResourceVersion: []byte("5"), UID: []byte("uid-a")},
+		{Namespace: []byte("ns"), Name: []byte("a"), UID: []byte("uid-a")},
+		{Name: []byte("a"), ResourceVersion: []byte("5"), UID: []byte("uid-a")},
+		// The same name at the same resourceVersion in another history: another object.
+		{Namespace: []byte("ns"), Name: []byte("a"), ResourceVersion: []byte("5"), UID: []byte("uid-other")},
+		{Namespace: []byte("ns"), Name: []byte("a"), ResourceVersion: []byte("5")},
 	} {
 		_, _, ok := wire.Unchanged(held, m)
 		require.False(t, ok, "%q", metaOf(m, true))

@@ -26,18 +26,22 @@ import (
 // string, or otherwise unusual is decoded as before, so that it fails, or not, as before.
 
 // Meta is what a relist needs of an item to tell whether the store holds it unchanged:
-// views into the item's bytes (for a JSON string with escapes, a decoded copy).
-type Meta struct{ Namespace, Name, ResourceVersion []byte }
+// views into the item's bytes (for a JSON string with escapes, a decoded copy). UID is empty
+// when the item has none.
+type Meta struct{ Namespace, Name, ResourceVersion, UID []byte }
 
-// Unchanged reports whether held holds the item at the item's own non-empty resourceVersion,
-// with the key and resourceVersion of the event that says so. The key is the one allocation;
-// the resourceVersion is the store's own string.
-func Unchanged(held func(namespace, name string) (string, bool), m Meta) (key, rv string, ok bool) {
+// Unchanged reports whether held holds the item at the item's own non-empty resourceVersion
+// and with its uid, with the key and resourceVersion of the event that says so. The uid is
+// compared too: a resourceVersion names one version of one object within one history, and an
+// object of the same name at the same resourceVersion in another history — a cluster created
+// again at the same address — is another object (docs/semantics.md, "Persisted cache"). The
+// key is the one allocation; the resourceVersion is the store's own string.
+func Unchanged(held func(namespace, name string) (rv, uid string, ok bool), m Meta) (key, rv string, ok bool) {
 	if len(m.Name) == 0 || len(m.ResourceVersion) == 0 {
 		return "", "", false
 	}
-	v, ok := held(BytesView(m.Namespace), BytesView(m.Name))
-	if !ok || v != string(m.ResourceVersion) {
+	v, uid, ok := held(BytesView(m.Namespace), BytesView(m.Name))
+	if !ok || v != string(m.ResourceVersion) || uid != string(m.UID) {
 		return "", "", false
 	}
 	if len(m.Namespace) == 0 {
@@ -101,7 +105,7 @@ func (f Frames) AddedMeta(frame []byte) (Meta, bool) {
 // ScanMeta): the store's query (Versions), and where such an item goes instead of being
 // decoded (Kept).
 type Held struct {
-	Versions func(namespace, name string) (string, bool)
+	Versions func(namespace, name string) (rv, uid string, ok bool)
 	Kept     func(key, resourceVersion string) error
 }
 

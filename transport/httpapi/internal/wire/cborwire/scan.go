@@ -6,11 +6,11 @@ import (
 	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
 
-// The CBOR metadata scan (package wire): an item's namespace, name and resourceVersion read
+// The CBOR metadata scan (package wire): an item's namespace, name, resourceVersion and uid read
 // from its bytes without decoding or allocating, so that a relist leaves undecoded what the store
 // holds unchanged. apimachinery writes strings, map keys included, as CBOR byte strings and
 // reads text strings alike, so both are accepted. Only what is plainly one object is vouched
-// for — a map of definite length, "metadata" once, each of its three fields once and a
+// for — a map of definite length, "metadata" once, each of its four fields at most once and a
 // definite string, every data item well formed and the item's bytes read to their end;
 // anything else is decoded, and so fails or not exactly as before. What the scan does not
 // check is what only a decode would (a duplicate key deep in the object, a text string that
@@ -28,7 +28,7 @@ func ScanMeta(raw []byte) (m wire.Meta, ok bool) {
 			return 0, false
 		}
 		seenMeta = true
-		var seen [3]bool
+		var seen [4]bool
 		return cborMapFields(raw, v, func(key []byte, v int) (int, bool) {
 			var field *[]byte
 			var i int
@@ -39,6 +39,8 @@ func ScanMeta(raw []byte) (m wire.Meta, ok bool) {
 				field, i = &m.Name, 1
 			case "resourceVersion":
 				field, i = &m.ResourceVersion, 2
+			case "uid":
+				field, i = &m.UID, 3
 			default:
 				return cborSkip(raw, v, 1)
 			}

@@ -10,11 +10,11 @@ import (
 // resourceVersion, and a watch frame's type and object, read from the bytes without decoding
 // or allocating.
 
-// ScanMeta reads the namespace, name and resourceVersion of the object raw holds: the
-// string members "namespace", "name" and "resourceVersion" of its top-level "metadata" object,
-// keys compared case-sensitively as apimachinery's decoding compares them. ok is false unless
-// metadata appears once, name and resourceVersion once each and namespace at most once, all
-// strings.
+// ScanMeta reads the namespace, name, resourceVersion and uid of the object raw holds: the
+// string members "namespace", "name", "resourceVersion" and "uid" of its top-level "metadata"
+// object, keys compared case-sensitively as apimachinery's decoding compares them. ok is false
+// unless metadata appears once, name and resourceVersion once each and namespace and uid at
+// most once, all strings.
 func ScanMeta(raw []byte) (m wire.Meta, ok bool) {
 	var metadata []byte
 	seen := 0
@@ -27,7 +27,7 @@ func ScanMeta(raw []byte) (m wire.Meta, ok bool) {
 	}) || seen != 1 {
 		return wire.Meta{}, false
 	}
-	var names, namespaces, rvs int
+	var names, namespaces, rvs, uids int
 	if !jsonFields(metadata, func(key []byte, escaped bool, value []byte) bool {
 		var into *[]byte
 		switch {
@@ -37,13 +37,15 @@ func ScanMeta(raw []byte) (m wire.Meta, ok bool) {
 			into, namespaces = &m.Namespace, namespaces+1
 		case jsonKeyIs(key, escaped, "resourceVersion"):
 			into, rvs = &m.ResourceVersion, rvs+1
+		case jsonKeyIs(key, escaped, "uid"):
+			into, uids = &m.UID, uids+1
 		default:
 			return true
 		}
 		s, ok := jsonStringValue(value)
 		*into = s
 		return ok
-	}) || names != 1 || namespaces > 1 || rvs != 1 {
+	}) || names != 1 || namespaces > 1 || rvs != 1 || uids > 1 {
 		return wire.Meta{}, false
 	}
 	return m, true

@@ -13,14 +13,14 @@ import (
 // resourceVersion, and a watch frame's type and object, read from the bytes without decoding
 // or allocating.
 
-// objectMetaFields are the field numbers of ObjectMeta's name, namespace and resourceVersion,
-// read from its protobuf tags (k8s.io/apimachinery's generated.proto: 1, 3 and 6).
-var objectMetaFields = func() (f struct{ name, namespace, resourceVersion FieldNumber }) {
+// objectMetaFields are the field numbers of ObjectMeta's name, namespace, resourceVersion and
+// uid, read from its protobuf tags (k8s.io/apimachinery's generated.proto: 1, 3, 6 and 5).
+var objectMetaFields = func() (f struct{ name, namespace, resourceVersion, uid FieldNumber }) {
 	t := reflect.TypeOf(metav1.ObjectMeta{})
 	for _, x := range []struct {
 		field string
 		into  *FieldNumber
-	}{{"Name", &f.name}, {"Namespace", &f.namespace}, {"ResourceVersion", &f.resourceVersion}} {
+	}{{"Name", &f.name}, {"Namespace", &f.namespace}, {"ResourceVersion", &f.resourceVersion}, {"UID", &f.uid}} {
 		sf, _ := t.FieldByName(x.field)
 		*x.into = protobufFieldNumber(sf.Tag)
 	}
@@ -38,10 +38,10 @@ func ObjectMetaField(item reflect.Type) FieldNumber {
 	return 0
 }
 
-// ScanMeta reads the namespace, name and resourceVersion of the object message b,
-// whose ObjectMeta is field metaField. Every field of the message is walked, so that a
-// message whose framing is broken is not vouched for; ok is false unless the metadata appears
-// once, with name and resourceVersion once each and namespace at most once.
+// ScanMeta reads the namespace, name, resourceVersion and uid of the object message b, whose
+// ObjectMeta is field metaField. Every field of the message is walked, so that a message whose
+// framing is broken is not vouched for; ok is false unless the metadata appears once, with name
+// and resourceVersion once each and namespace and uid at most once.
 func ScanMeta(b []byte, metaField FieldNumber) (m wire.Meta, ok bool) {
 	var metadata []byte
 	seen := 0
@@ -55,7 +55,7 @@ func ScanMeta(b []byte, metaField FieldNumber) (m wire.Meta, ok bool) {
 	}) || seen != 1 {
 		return wire.Meta{}, false
 	}
-	var names, namespaces, rvs int
+	var names, namespaces, rvs, uids int
 	f := objectMetaFields
 	if !protoFields(metadata, func(num FieldNumber, typ uint64, v []byte) bool {
 		switch num {
@@ -65,11 +65,13 @@ func ScanMeta(b []byte, metaField FieldNumber) (m wire.Meta, ok bool) {
 			m.Namespace, namespaces = v, namespaces+1
 		case f.resourceVersion:
 			m.ResourceVersion, rvs = v, rvs+1
+		case f.uid:
+			m.UID, uids = v, uids+1
 		default:
 			return true
 		}
 		return typ == wireBytes
-	}) || names != 1 || namespaces > 1 || rvs != 1 {
+	}) || names != 1 || namespaces > 1 || rvs != 1 || uids > 1 {
 		return wire.Meta{}, false
 	}
 	return m, true
