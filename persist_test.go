@@ -23,17 +23,21 @@ import (
 // persisted runs a reflector of the sim's default ConfigMaps with its store persisted in dir
 // until it has synced and until done says so, stops it, and returns it with its store and
 // journal; the journal replays to the same decisions.
-func persisted(t *testing.T, url, dir string, done func(*rewatch.Reflector, *driver.MemStore) bool) (*rewatch.Reflector, *driver.MemStore) {
+func persisted(t *testing.T, url, dir string, done func(*rewatch.Reflector, *driver.MemStore) bool, mods ...func(*rewatch.Config)) (*rewatch.Reflector, *driver.MemStore) {
 	t.Helper()
 	var j bytes.Buffer
 	store := driver.NewMemStore()
-	r, err := rewatch.New(rewatch.Config{
+	cfg := rewatch.Config{
 		Connection: rewatch.Connection{
 			Client: &http.Client{}, Server: url,
 			Resource: rewatch.Resource{Version: "v1", Resource: "configmaps", Namespace: "default"},
 		},
 		Store: store, Journal: &j, Checked: true, Persist: persist.Dir(dir),
-	})
+	}
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	r, err := rewatch.New(cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -48,8 +52,9 @@ func persisted(t *testing.T, url, dir string, done func(*rewatch.Reflector, *dri
 
 // docs/semantics.md "Persisted cache", through the façade: a reflector saves its store at stop
 // in the directory given; the next one restores it, probes with one item of a consistent LIST
-// and resumes the watch, with no LIST of everything; after a compaction the next one relists,
-// decoding only the items that changed. Stats.Start says which way each start went.
+// (the collection is larger than a page: pages of 2 here) and resumes the watch, with no LIST
+// of everything; after a compaction the next one relists, decoding only the items that
+// changed. Stats.Start says which way each start went.
 func TestAPersistedReflectorResumesAfterARestart(t *testing.T) {
 	s := sim.New(sim.Options{})
 	url, err := s.Start()
@@ -64,17 +69,20 @@ func TestAPersistedReflectorResumesAfterARestart(t *testing.T) {
 		return equalVersions(st.Versions(), s.Snapshot(sim.ConfigMaps))
 	}
 
-	r, _ := persisted(t, url, dir, matches)
+	pages := func(c *rewatch.Config) { c.Policy.PageSize = 2 }
+	r, _ := persisted(t, url, dir, matches, pages)
 	assert.Equal(t, rewatch.StartListed, r.Stats().Start.Way)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.NotEmpty(t, entries, "the stop saved a snapshot")
 
-	_, err = s.Update(sim.ConfigMaps, "default", "a", map[string]string{"n": "a2"})
+	// "a", the probe's one item, stays as the snapshot holds it: it witnesses that the server
+	// is of the snapshot's history.
+	_, err = s.Update(sim.ConfigMaps, "default", "c", map[string]string{"n": "c1"})
 	require.NoError(t, err)
 	_, err = s.Delete(sim.ConfigMaps, "default", "b")
 	require.NoError(t, err)
-	r, _ = persisted(t, url, dir, matches)
+	r, _ = persisted(t, url, dir, matches, pages)
 	st := r.Stats()
 	assert.Equal(t, rewatch.StartResumed, st.Start.Way, "%s", st.Start)
 	assert.Equal(t, 4, st.Start.Restored)
@@ -86,7 +94,7 @@ func TestAPersistedReflectorResumesAfterARestart(t *testing.T) {
 	_, err = s.Update(sim.ConfigMaps, "default", "c", map[string]string{"n": "c2"})
 	require.NoError(t, err)
 	s.Compact()
-	r, _ = persisted(t, url, dir, matches)
+	r, _ = persisted(t, url, dir, matches, pages)
 	st = r.Stats()
 	require.Equal(t, rewatch.StartRelisted, st.Start.Way, "%s", st.Start)
 	assert.Equal(t, 3, st.Start.Listed)

@@ -96,6 +96,16 @@ const (
 	// StartSnapshotAhead: the snapshot was ahead of the server (or its RV not comparable),
 	// dropped; a LIST.
 	StartSnapshotAhead StartWay = "snapshot-ahead"
+	// StartSnapshotForeign: the snapshot was of another history than the server's (a cluster
+	// created again at the same address), dropped; a LIST.
+	StartSnapshotForeign StartWay = "snapshot-foreign"
+	// StartSnapshotUnverifiable: the server could not say whether the snapshot was of its
+	// history (compacted past it), dropped; a LIST.
+	StartSnapshotUnverifiable StartWay = "snapshot-unverifiable"
+	// StartProbedWhole: the probe's page held the whole collection, a full state at once:
+	// synced after one request; Start.Decoded of Start.Listed items were decoded, the rest
+	// taken from the snapshot.
+	StartProbedWhole StartWay = "probed-whole"
 	// StartResuming: the snapshot is restored and the watch resumed from its RV; not synced
 	// until the watch reaches the probe's RV.
 	StartResuming StartWay = "resuming"
@@ -129,6 +139,12 @@ func (s Start) String() string {
 		return fmt.Sprintf("probing the server for the snapshot at rv %s", s.SnapshotRV)
 	case StartSnapshotAhead:
 		return fmt.Sprintf("listed; the snapshot at rv %s is ahead of the server", s.SnapshotRV)
+	case StartSnapshotForeign:
+		return fmt.Sprintf("listed; the snapshot at rv %s is of another history than the server's (another cluster at the same address?)", s.SnapshotRV)
+	case StartSnapshotUnverifiable:
+		return fmt.Sprintf("listed; the server cannot say whether the snapshot at rv %s is of its history", s.SnapshotRV)
+	case StartProbedWhole:
+		return fmt.Sprintf("listed in one page: %d of %d items decoded (snapshot at rv %s)", s.Decoded, s.Listed, s.SnapshotRV)
 	case StartResuming:
 		return fmt.Sprintf("restored %d objects at rv %s, catching up", s.Restored, s.SnapshotRV)
 	case StartResumed:
@@ -342,6 +358,14 @@ func (c *counter) snapshot() Stats {
 	return out
 }
 
+// droppedBy is the way a start went when a cause dropped its snapshot.
+var droppedBy = map[fsm.Cause]StartWay{
+	fsm.CauseSnapshotAhead:        StartSnapshotAhead,
+	fsm.CauseSnapshotForeign:      StartSnapshotForeign,
+	fsm.CauseSnapshotUnverifiable: StartSnapshotUnverifiable,
+	fsm.CauseProbeWhole:           StartProbedWhole,
+}
+
 // noteStart follows how the start went: what the start event said of a snapshot, the probe's
 // verdict, the restore, and how the restored store got synced — through the watch, or by a
 // relist whose items it counts (docs/semantics.md, "Persisted cache").
@@ -356,13 +380,13 @@ func (c *counter) noteStart(t driver.Transition) {
 			st.Way = StartProbing
 		}
 	}
-	if st.Way != StartProbing && st.Way != StartResuming {
+	if st.Way != StartProbing && st.Way != StartResuming && st.Way != StartProbedWhole {
 		return
 	}
 	for _, cmd := range t.Commands {
 		switch cmd.Kind {
 		case fsm.CmdDropSnapshot:
-			st.Way = StartSnapshotAhead
+			st.Way = droppedBy[t.Cause]
 		case fsm.CmdRestore:
 			st.Way, st.Restored = StartResuming, cmd.ItemCount
 		case fsm.CmdStage:

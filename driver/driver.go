@@ -95,6 +95,10 @@ type driver struct {
 	// save timer, whether a save is running (its result comes on saveDone), the resourceVersion
 	// of the last save that succeeded, and the save to make once the loop has stopped.
 	loaded    []any
+	snapIndex snapshotIndex
+	// held are the objects a probe's items brought (fsm.Command.Hold), kept out of an
+	// incremental store until the machine says they are a full state.
+	held      []any
 	lister    Lister
 	saveTimer clockx.Timer
 	saveC     <-chan time.Time
@@ -160,7 +164,7 @@ func (d *driver) loop(ctx context.Context, start fsm.Event) error {
 		d.saveTimer.Stop()
 	}
 	d.abandonReplace()
-	d.loaded = nil
+	d.loaded, d.snapIndex, d.held = nil, nil, nil
 	d.finishSaves()
 	return d.err
 }
@@ -193,7 +197,7 @@ func (d *driver) load(ctx context.Context) fsm.Event {
 // as a LIST's is (an informer's handlers hear adds), and lets go of it.
 func (d *driver) restore(c *fsm.Command) error {
 	items := d.loaded
-	d.loaded = nil
+	d.loaded, d.snapIndex = nil, nil
 	// The snapshot is what a save would write until the store moves past its RV.
 	d.savedRV = c.ResourceVersion
 	if d.incremental == nil {
@@ -466,6 +470,10 @@ func (d *driver) record(e fsm.Event, from fsm.State, cause fsm.Cause, err error)
 func (d *driver) exec(c *fsm.Command) error {
 	switch c.Kind {
 	case fsm.CmdListPage:
+		if c.AgainstSnapshot {
+			d.listAgainstSnapshot(c)
+			break
+		}
 		held := d.heldVersions()
 		d.startRequest(c, func(ctx context.Context, c fsm.Command) {
 			emit := func(e fsm.Event) bool { return d.send(ctx, e) }
@@ -532,7 +540,7 @@ func (d *driver) exec(c *fsm.Command) error {
 			return err
 		}
 	case fsm.CmdDropSnapshot:
-		d.loaded = nil
+		d.loaded, d.snapIndex = nil, nil
 	case fsm.CmdApply:
 		if err := d.apply(c); err != nil {
 			return fmt.Errorf("store: %s %s: %w", strings.ToLower(c.Type.String()), c.Key, err)
@@ -556,6 +564,9 @@ func (d *driver) exec(c *fsm.Command) error {
 func (d *driver) stage(c *fsm.Command) error {
 	if c.Type == fsm.Deleted {
 		return d.unstage(c)
+	}
+	if c.Hold {
+		return d.hold(c)
 	}
 	if d.incremental == nil {
 		if c.Object != nil {
@@ -673,6 +684,22 @@ func (d *driver) putStaged(obj any) error {
 // replace completes the full state: Finish of the open replacement (one begun now for an empty
 // state), or the atomic Replace of everything staged.
 func (d *driver) replace(c *fsm.Command) error {
+	if len(d.held) > 0 {
+		held := d.held
+		d.held = nil
+		if d.incremental == nil {
+			d.staged = append(d.staged, held...)
+		} else {
+			if err := d.beginReplace(); err != nil {
+				return err
+			}
+			for _, obj := range held {
+				if err := d.putStaged(obj); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	if d.incremental == nil {
 		items := d.staged
 		d.staged = nil
@@ -700,6 +727,12 @@ func (d *driver) replace(c *fsm.Command) error {
 // it was given — each object is valid on its own — and only a discard of everything ends its
 // replacement, whose Finish would otherwise delete what the next state has not yet brought.
 func (d *driver) discard(n int) {
+	if len(d.held) > 0 {
+		// What is held is a probe's page, discarded whole.
+		clear(d.held)
+		d.held = d.held[:0]
+		return
+	}
 	if n > 0 {
 		if n <= len(d.staged) {
 			clear(d.staged[len(d.staged)-n:])
@@ -807,3 +840,46 @@ func logLevel(e fsm.Event, cause fsm.Cause) slog.Level {
 
 // errNoHook answers a question the machine asked for which the caller gave no hook.
 var errNoHook = errors.New("no hook configured")
+
+// listAgainstSnapshot performs a LIST whose items the machine compares with the persisted
+// snapshot (fsm.Command.AgainstSnapshot): each item says whether the snapshot holds it, and a
+// transport that can skip leaves undecoded the items the snapshot holds, whose objects the
+// driver takes from the snapshot (hold). The snapshot is indexed once, before the first such
+// request; the index is read-only from then on.
+func (d *driver) listAgainstSnapshot(c *fsm.Command) {
+	if d.snapIndex == nil {
+		d.snapIndex = newSnapshotIndex(d.loaded)
+	}
+	idx := d.snapIndex
+	skipper, _ := d.cfg.Transport.(SkippingTransport)
+	d.startRequest(c, func(ctx context.Context, c fsm.Command) {
+		emit := func(e fsm.Event) bool {
+			if e.Kind == fsm.EvListItem {
+				e.InSnapshot = idx.holds(&e)
+			}
+			return d.send(ctx, e)
+		}
+		if skipper != nil {
+			skipper.ListHeld(ctx, c, idx.held, emit)
+			return
+		}
+		d.cfg.Transport.List(ctx, c, emit)
+	})
+}
+
+// hold keeps a probe's items aside (fsm.Command.Hold); an item the transport left undecoded
+// because the snapshot holds it is the snapshot's object.
+func (d *driver) hold(c *fsm.Command) error {
+	switch {
+	case c.Object != nil:
+		d.held = append(d.held, c.Object)
+	case c.Key != "" && len(c.Items) == 0:
+		obj, ok := d.snapIndex[c.Key]
+		if !ok {
+			return fmt.Errorf("store: stage %s: left undecoded as the snapshot's, which does not hold it", c.Key)
+		}
+		d.held = append(d.held, obj)
+	}
+	d.held = append(d.held, c.Items...)
+	return nil
+}

@@ -29,9 +29,10 @@ func TestPersistenceNeedsAStoreThatLists(t *testing.T) {
 }
 
 // docs/semantics.md "Persisted cache": a reflector stopped saves its store; one started from
-// that snapshot after the server changed restores it, probes with one item of a consistent
-// LIST, resumes the watch from the snapshot's RV and catches up from the events since — no
-// LIST of everything — and its store ends equal to the server's.
+// that snapshot after the server changed probes with one item of a consistent LIST (the
+// collection is larger than a page: pages of 2 here), which is as the snapshot holds it and so
+// witnesses its history, restores it, resumes the watch from the snapshot's RV and catches up
+// from the events since — no LIST of everything — and its store ends equal to the server's.
 func TestRestartResumesFromThePersistedStore(t *testing.T) {
 	eachTransport(t, func(t *testing.T, kind transportKind) {
 		w := newWorld(t, kind, 5)
@@ -44,7 +45,9 @@ func TestRestartResumesFromThePersistedStore(t *testing.T) {
 			savedRV, saved = rv, items
 			return nil
 		}
-		w.run(func(c *driver.Config, _ *httpapi.Config) { c.Persistence = &driver.Persistence{Save: save} })
+		w.run(func(c *driver.Config, _ *httpapi.Config) {
+			c.Persistence, c.Policy.PageSize = &driver.Persistence{Save: save}, 2
+		})
 		w.synced()
 		require.NoError(t, w.stop())
 		mu.Lock()
@@ -52,7 +55,7 @@ func TestRestartResumesFromThePersistedStore(t *testing.T) {
 		require.Len(t, saved, 5)
 		mu.Unlock()
 
-		_, err := w.sim.Update(sim.ConfigMaps, "default", "cm-0", map[string]string{"x": "2"})
+		_, err := w.sim.Update(sim.ConfigMaps, "default", "cm-2", map[string]string{"x": "2"})
 		require.NoError(t, err)
 		_, err = w.sim.Delete(sim.ConfigMaps, "default", "cm-1")
 		require.NoError(t, err)
@@ -70,7 +73,7 @@ func TestRestartResumesFromThePersistedStore(t *testing.T) {
 			return savedRV, saved, nil
 		}
 		w.run(func(c *driver.Config, _ *httpapi.Config) {
-			c.Store, c.Persistence = w.store, &driver.Persistence{Load: load, Save: save}
+			c.Store, c.Persistence, c.Policy.PageSize = w.store, &driver.Persistence{Load: load, Save: save}, 2
 		})
 		w.synced()
 		require.Eventually(t, func() bool {

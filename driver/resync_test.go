@@ -115,8 +115,13 @@ type catchUpTransport struct{ bookmark chan struct{} }
 
 func (catchUpTransport) String() string { return "catch-up" }
 
+// List answers the probe with the snapshot's one object as it holds it, which witnesses the
+// snapshot's history, on a page with more to come.
 func (catchUpTransport) List(_ context.Context, c fsm.Command, emit func(fsm.Event) bool) {
-	emit(fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: "20", Continue: "c1"})
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "5"}}
+	if emit(fsm.Event{Kind: fsm.EvListItem, Request: c.Request, Key: "ns/a", ResourceVersion: "5", Object: obj}) {
+		emit(fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: "20", Continue: "c1"})
+	}
 }
 
 func (r catchUpTransport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {

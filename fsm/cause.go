@@ -34,6 +34,10 @@ const (
 	CauseProbeItem
 	CauseResume
 	CauseSnapshotAhead
+	CauseProbeWhole
+	CauseSnapshotForeign
+	CauseVerifySnapshot
+	CauseSnapshotUnverifiable
 
 	// Watching.
 	CauseWatchOpened
@@ -105,6 +109,10 @@ var causeIDs = [numCauses]causeName{
 	CauseProbeItem:            {ID: "probe-item"},
 	CauseResume:               {ID: "resume"},
 	CauseSnapshotAhead:        {ID: "snapshot-ahead"},
+	CauseProbeWhole:           {ID: "probe-whole"},
+	CauseSnapshotForeign:      {ID: "snapshot-foreign"},
+	CauseVerifySnapshot:       {ID: "verify-snapshot"},
+	CauseSnapshotUnverifiable: {ID: "snapshot-unverifiable"},
 
 	CauseWatchOpened: {ID: "watch-opened"},
 	CauseWatchEvent:  {ID: "watch-event"},

@@ -49,8 +49,9 @@ const (
 	// incremental store's replacement — and let go of it (docs/semantics.md, "Persisted
 	// cache").
 	CmdRestore
-	// CmdDropSnapshot: let go of the persisted snapshot loaded before the start, unused: it
-	// cannot be resumed (its resourceVersion is ahead of the server's, or not comparable).
+	// CmdDropSnapshot: let go of the persisted snapshot loaded before the start, unrestored:
+	// it cannot be resumed (ahead of the server, of another history, not comparable), or the
+	// probe's page held the whole collection.
 	CmdDropSnapshot
 )
 
@@ -91,6 +92,16 @@ type Command struct {
 	// ended by the transport and reported as a Timeout (0: never; docs/semantics.md, "silent
 	// watch").
 	SilenceBound time.Duration `json:"silenceBound,omitempty"`
+	// AgainstSnapshot, on a CmdListPage, compares the items of the request with the persisted
+	// snapshot the driver holds (docs/semantics.md, "Persisted cache"): each EvListItem says
+	// whether the snapshot has it (Event.InSnapshot), and an item it has may come without its
+	// object, as "key K unchanged" does for the store's items.
+	AgainstSnapshot bool `json:"againstSnapshot,omitempty"`
+	// Hold, on a CmdStage, holds the object aside until the CmdReplaceStore or CmdDiscardStaged
+	// that follows, even for an incremental store: a probe's items are a full state only if its
+	// page turns out to hold the whole collection. A kept key names the persisted snapshot's
+	// object.
+	Hold bool `json:"hold,omitempty"`
 
 	// Hook is the question a CmdAsk asks.
 	Hook Hook `json:"hook,omitempty"`

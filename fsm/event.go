@@ -102,6 +102,11 @@ type Event struct {
 	// Refused, on EvStart, is why a persisted snapshot was not loaded (corrupt, another
 	// identity, …); the driver logs it, the journal keeps it, and the start is a plain one.
 	Refused string `json:"refused,omitempty"`
+	// InSnapshot, on an EvListItem of a request asked AgainstSnapshot, says that the persisted
+	// snapshot the driver holds has the item: the same key, resourceVersion and uid. It is how
+	// the machine tells the server's history from another one (docs/semantics.md, "Persisted
+	// cache"); the driver finds it out, the machine decides what it means.
+	InSnapshot bool `json:"inSnapshot,omitempty"`
 
 	Object any   `json:"-"`
 	Items  []any `json:"-"`

@@ -28,6 +28,9 @@ func (c Command) String() string {
 		} else {
 			b.WriteString(" unpaginated")
 		}
+		if c.AgainstSnapshot {
+			b.WriteString(" against-snapshot")
+		}
 	case CmdOpenWatch:
 		field(&b, "request", strconv.FormatUint(c.Request, 10))
 		field(&b, "rv", strconv.Quote(c.ResourceVersion))
@@ -65,6 +68,9 @@ func (c Command) String() string {
 			field(&b, "key", c.Key)
 		default:
 			field(&b, "items", strconv.Itoa(c.ItemCount))
+		}
+		if c.Hold {
+			b.WriteString(" hold")
 		}
 	case CmdDiscardStaged:
 		if c.ItemCount > 0 { // the items of a page that broke off
@@ -114,6 +120,9 @@ func (e Event) String() string {
 	}
 	if n := max(e.ItemCount, len(e.Items)); n > 0 {
 		field(&b, "items", strconv.Itoa(n))
+	}
+	if e.InSnapshot {
+		b.WriteString(" in-snapshot")
 	}
 	if e.Refused != "" {
 		field(&b, "refused", strconv.Quote(e.Refused))
@@ -183,6 +192,9 @@ func (s Snapshot) String() string {
 	if !s.InternalErrors.Start.IsZero() {
 		// The streak's re-watches so far; its age is the transcript's clock minus its start.
 		field(&b, "internal-streak", strconv.Itoa(s.InternalErrors.Rewatches))
+	}
+	if s.Resume.Verifying {
+		b.WriteString(" verifying-snapshot")
 	}
 	if s.Resume.CatchingUp {
 		// Synced waits for the watch to reach the consistent read taken at start.

@@ -169,9 +169,20 @@ type ResumeState struct {
 	// RV and Items are the snapshot's (EvStart), kept until the probe has answered.
 	RV    string `json:"rv,omitempty"`
 	Items int    `json:"items,omitempty"`
-	// Probing: the probe (a limit=1 consistent LIST) is in flight or waited for; its page's
-	// resourceVersion is the consistent read taken at start.
-	Probing bool `json:"probing,omitempty"`
+	// Probing: the probe (a consistent LIST of Limit items) is in flight or waited for; its
+	// page's resourceVersion is the consistent read taken at start, and a page without a
+	// continue token the whole collection. Verifying: the probe left the snapshot's history
+	// unproven, and the LIST at the snapshot's own resourceVersion (Exact) that proves it is in
+	// flight or waited for.
+	Probing   bool  `json:"probing,omitempty"`
+	Limit     int64 `json:"limit,omitempty"`
+	Verifying bool  `json:"verifying,omitempty"`
+	// Witnessed and Contradicted are what the items of the probe and the verification said of
+	// the snapshot's history: an item as it was at the snapshot's resourceVersion that the
+	// snapshot holds (same key, resourceVersion and uid) witnesses it; one it does not hold
+	// contradicts it (docs/semantics.md, "Persisted cache").
+	Witnessed    bool `json:"witnessed,omitempty"`
+	Contradicted bool `json:"contradicted,omitempty"`
 	// CatchingUp: the store holds the restored snapshot and the watch resumes from its RV;
 	// Synced waits for a watch event or bookmark at or past Target, the probe's
 	// resourceVersion, or a completed relist.

@@ -126,6 +126,9 @@ func (r *scriptRunner) parse(line string) (fsm.Event, error) {
 			case "initial-events-end":
 				e.InitialEventsEnd = true
 				continue
+			case "in-snapshot":
+				e.InSnapshot = true
+				continue
 			}
 			return e, fmt.Errorf("bad field %q", kv)
 		}

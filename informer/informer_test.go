@@ -39,6 +39,7 @@ type fakeTransport struct {
 // items. A nil item with gate set waits for the gate to open.
 type page struct {
 	rv    string
+	cont  string // the continue token: the collection holds more
 	items []any
 	fail  *fsm.Failure
 	gate  chan struct{}
@@ -88,7 +89,7 @@ func (f *fakeTransport) List(ctx context.Context, c fsm.Command, emit func(fsm.E
 		emit(fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: p.fail})
 		return
 	}
-	emit(fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: p.rv, ItemCount: len(p.items)})
+	emit(fsm.Event{Kind: fsm.EvListPage, Request: c.Request, ResourceVersion: p.rv, Continue: p.cont, ItemCount: len(p.items)})
 }
 
 func (f *fakeTransport) Watch(ctx context.Context, c fsm.Command, emit func(fsm.Event) bool) {

@@ -50,7 +50,9 @@ func TestPersistedCacheIsRestoredAndSyncedOnlyOnceCaughtUp(t *testing.T) {
 	require.NoError(t, err)
 	gate := make(chan struct{})
 	ft := &fakeTransport{
-		lists:   []page{{rv: "20", items: []any{cm("a", "1")}}}, // the probe: limit=1, a consistent read at 20
+		// The probe: a consistent read at 20, with more to come; a@1, unchanged since the
+		// snapshot, witnesses its history.
+		lists:   []page{{rv: "20", cont: "c1", items: []any{cm("a", "1")}}},
 		watches: [][]step{{{gate: gate}, added(cm("c", "20"))}},
 	}
 	inf := informer.New(snapshottingTransport{ft}, &corev1.ConfigMap{}, informer.Options{Logger: quiet.Logger, Persist: st, PersistPeriod: -1})
@@ -75,6 +77,31 @@ func TestPersistedCacheIsRestoredAndSyncedOnlyOnceCaughtUp(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "20", snap.ResourceVersion, "saved at stop")
 	require.Len(t, snap.Items, 3)
+}
+
+// docs/semantics.md, "Persisted cache", the probe of a small collection: a probe's page that
+// holds the whole collection is the informer's initial list — its handlers hear its objects as
+// adds of the initial list, never the snapshot's (b, deleted while the informer was down, is
+// never heard of) — and the informer is synced after that one request.
+func TestASmallCollectionIsSyncedByTheProbe(t *testing.T) {
+	st := persist.Dir(t.TempDir())
+	_, err := persist.Save(context.Background(), st, fakeIdentity, jsonCodec{}, "10", []any{cm("a", "1"), cm("b", "2")}, time.Now())
+	require.NoError(t, err)
+	ft := &fakeTransport{
+		lists:   []page{{rv: "20", items: []any{cm("a", "1"), cm("c", "15")}}}, // no continue: the whole collection
+		watches: [][]step{{added(cm("d", "21"))}},
+	}
+	inf := informer.New(snapshottingTransport{ft}, &corev1.ConfigMap{}, informer.Options{Logger: quiet.Logger, Persist: st, PersistPeriod: -1})
+	var r recorder
+	reg, err := inf.AddEventHandler(&r)
+	require.NoError(t, err)
+	stop := run(t, inf)
+	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced, reg.HasSynced))
+	require.Equal(t, []string{"add a@1 initial=true", "add c@15 initial=true", "add d@21 initial=false"}, r.waitFor(t, 3))
+	start := inf.Stats().Start
+	require.Equal(t, rewatch.StartProbedWhole, start.Way, "%s", start)
+	require.Equal(t, 1, inf.Stats().Lists, "one LIST: the probe")
+	stop()
 }
 
 // docs/semantics.md, "Persisted cache": over a client-go ListerWatcher the informer cannot keep

@@ -42,6 +42,10 @@ type Options struct {
 	Clock func() time.Time
 	// MaxPageSize caps a positive limit; 0 means no cap.
 	MaxPageSize int
+	// Incarnation tells clusters apart: the uids of a server's objects are deterministic,
+	// and two servers of different incarnations give the same writes different uids, as two
+	// real clusters do (a cluster deleted and created again at the same address).
+	Incarnation uint16
 }
 
 func (o Options) withDefaults() Options {

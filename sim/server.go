@@ -111,6 +111,20 @@ func (s *Server) Snapshot(gvr schema.GroupVersionResource) map[string]string {
 	return out
 }
 
+// UIDs maps "namespace/name" to uid for every object of gvr: with Snapshot, what tells a
+// cache holding this server's objects from one holding another cluster's of the same names.
+func (s *Server) UIDs(gvr schema.GroupVersionResource) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]string{}
+	if r := s.resources[gvr]; r != nil {
+		for k, o := range r.objects {
+			out[k] = o.uid
+		}
+	}
+	return out
+}
+
 // Compact forgets all history up to the current resourceVersion, as an etcd
 // compaction does. Since KEP-4988 (ListFromCacheSnapshot, beta in 1.34) the
 // apiserver also truncates the watch cache's history on compaction, so
@@ -197,7 +211,7 @@ func (s *Server) write(gvr schema.GroupVersionResource, namespace, name string, 
 	switch typ {
 	case watch.Added:
 		s.uidSeq++
-		e.obj = &object{namespace: namespace, name: name, uid: uidFor(s.uidSeq), rv: s.rv,
+		e.obj = &object{namespace: namespace, name: name, uid: uidFor(s.opts.Incarnation, s.uidSeq), rv: s.rv,
 			created: s.opts.Clock(), labels: maps.Clone(labels), data: maps.Clone(data)}
 		r.objects[key] = e.obj
 	case watch.Modified:

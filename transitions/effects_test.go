@@ -98,11 +98,20 @@ func snapshotStart(p *play) fsm.Event {
 	return e
 }
 
-// probePage is the probe's page, at rv, with the continue token a limit=1 page has.
+// probePage is the probe's page, at rv, with a continue token: the collection holds more.
 func probePage(rv string) func(*play) fsm.Event {
 	return func(p *play) fsm.Event {
 		e := p.event(fsm.EvListPage)
 		e.ResourceVersion, e.Continue, e.ItemCount = rv, "c1", 1
+		return e
+	}
+}
+
+// probeItem is an item of the probe (or verification) at rv, which the snapshot holds or not.
+func probeItem(rv string, inSnapshot bool) func(*play) fsm.Event {
+	return func(p *play) fsm.Event {
+		e := p.event(fsm.EvListItem)
+		e.Key, e.ResourceVersion, e.InSnapshot = "ns/a", rv, inSnapshot
 		return e
 	}
 }
@@ -213,26 +222,41 @@ func rowCases() map[fsm.Transition]rowCase {
 		event: plain(fsm.EvStart), want: []fsm.CommandKind{list}}
 
 	// A start from a persisted snapshot at RV 100 (docs/semantics.md, "Persisted cache"): the
-	// probe, its item, and its page at RV 150 (resume, catching up) or 50 (the snapshot is
-	// ahead).
+	// probe, its item — unchanged since the snapshot and held by it, which witnesses the
+	// snapshot's history, or not held, which contradicts it — and its page: at RV 150 with
+	// more to come (resume, catching up; or another history; or, without a witness, the
+	// verification at the snapshot's RV), at 50 (the snapshot is ahead), or without a continue
+	// token (the whole collection).
 	cases[row(fsm.Listing, fsm.CauseStartFromSnapshot)] = rowCase{setup: func(*play) {},
 		event: snapshotStart, want: []fsm.CommandKind{list}}
 	probing := func(p *play) { p.step(snapshotStart(p)) }
+	witnessed := func(p *play) { probing(p); p.step(probeItem("90", true)(p)) }
 	cases[row(fsm.Listing, fsm.CauseProbeItem)] = rowCase{setup: probing,
-		event: func(p *play) fsm.Event {
-			e := p.event(fsm.EvListItem)
-			e.Key, e.ResourceVersion = "ns/a", "7"
-			return e
-		}}
-	cases[row(fsm.Listing, fsm.CauseResume)] = rowCase{setup: probing,
-		event: probePage("150"), want: []fsm.CommandKind{fsm.CmdRestore, watch}}
+		event: probeItem("7", true), want: []fsm.CommandKind{stage}}
+	cases[row(fsm.Listing, fsm.CauseResume)] = rowCase{setup: witnessed,
+		event: probePage("150"), want: []fsm.CommandKind{discard, fsm.CmdRestore, watch}}
 	cases[row(fsm.Listing, fsm.CauseSnapshotAhead)] = rowCase{setup: probing,
 		event: probePage("50"), want: []fsm.CommandKind{fsm.CmdDropSnapshot, list}}
+	cases[row(fsm.Listing, fsm.CauseProbeWhole)] = rowCase{setup: witnessed,
+		event: func(p *play) fsm.Event {
+			e := probePage("150")(p)
+			e.Continue = ""
+			return e
+		},
+		want: []fsm.CommandKind{fsm.CmdDropSnapshot, replace, watch}}
+	cases[row(fsm.Listing, fsm.CauseSnapshotForeign)] = rowCase{
+		setup: func(p *play) { probing(p); p.step(probeItem("90", false)(p)) },
+		event: probePage("150"), want: []fsm.CommandKind{discard, fsm.CmdDropSnapshot, list}}
+	cases[row(fsm.Listing, fsm.CauseVerifySnapshot)] = rowCase{setup: probing,
+		event: probePage("150"), want: []fsm.CommandKind{list}}
+	cases[row(fsm.Listing, fsm.CauseSnapshotUnverifiable)] = rowCase{
+		setup: func(p *play) { probing(p); p.step(probePage("150")(p)) },
+		event: failing(fsm.EvListFailed, httpBare(410)), want: []fsm.CommandKind{fsm.CmdDropSnapshot, list}}
+	resumed := func(p *play) { witnessed(p); p.step(probePage("150")(p)); p.step(p.event(fsm.EvWatchOpened)) }
 	cases[row(fsm.Watching, fsm.CauseCatchUpMissed)] = rowCase{
-		setup: func(p *play) { probing(p); p.step(probePage("150")(p)); p.step(p.event(fsm.EvWatchOpened)) },
-		event: plain(fsm.EvWatchEnded), want: []fsm.CommandKind{list}}
+		setup: resumed, event: plain(fsm.EvWatchEnded), want: []fsm.CommandKind{list}}
 	cases[row(fsm.Watching, fsm.CauseCaughtUpAtDeadline)] = rowCase{
-		setup: func(p *play) { probing(p); p.step(probePage("150")(p)); p.step(p.event(fsm.EvWatchOpened)) },
+		setup: resumed,
 		event: func(p *play) fsm.Event {
 			p.now = p.now.Add(5 * time.Second)
 			return p.event(fsm.EvWatchEnded)

@@ -89,7 +89,8 @@ func TestWaitDestinations(t *testing.T) {
 // persisted snapshot with its probe's answers: every other cause either admits leads to the same
 // place, or back to the state it came from (itself, or after a wait).
 func TestListingAndRelistingDifferOnlyInStart(t *testing.T) {
-	startOnly := []fsm.Cause{fsm.CauseStart, fsm.CauseStartFromSnapshot, fsm.CauseProbeItem, fsm.CauseResume, fsm.CauseSnapshotAhead}
+	startOnly := []fsm.Cause{fsm.CauseStart, fsm.CauseStartFromSnapshot, fsm.CauseProbeItem, fsm.CauseResume, fsm.CauseSnapshotAhead,
+		fsm.CauseProbeWhole, fsm.CauseSnapshotForeign, fsm.CauseVerifySnapshot, fsm.CauseSnapshotUnverifiable}
 	for _, c := range fsm.Causes() {
 		l, inListing := Table.Lookup(fsm.Listing, c)
 		r, inRelisting := Table.Lookup(fsm.Relisting, c)

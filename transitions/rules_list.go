@@ -95,11 +95,17 @@ var listRules = []rule{
 			on(answersList, fsm.EvListFailed).anyOf(listRetryClasses).otherwise(),
 			on(answersStream, fsm.EvWatchOpenFailed).anyOf(listRetryClasses).otherwise(),
 			// The probe of a start from a persisted snapshot waits as a failed LIST, and its
-			// timer retries the probe (listAgain).
-			on(answersProbe, fsm.EvListFailed).anyOf(listRetryClasses),
+			// timer retries the probe (listAgain); a verification the server cannot answer is
+			// snapshot-unverifiable's.
+			on(answersProbe, fsm.EvListFailed).anyOf(listRetryClasses).when(not(verificationRefused)),
 		},
 		rows: []fsm.Transition{waits(fsm.Listing, fsm.Listing), waits(fsm.Relisting, fsm.Relisting)},
 		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			if s.Resume.Probing && e.Failure != nil && e.Failure.Transport == fsm.TooLarge {
+				// A probe page past MaxListBytes: the collection is too large to be taken in
+				// one page anyway, and one item tells where the server is.
+				s.Resume.Limit = 1
+			}
 			// A token the server said has expired (when whole lists fail, so that no full list
 			// can replace the pages) is not retried either.
 			m.listBrokeOff(s, &e, &out, s.List.Continuing && !s.List.Streaming && !unusableRV(e.Failure))
@@ -115,7 +121,7 @@ var listRules = []rule{
 		cause: fsm.CauseListRejected, label: "LIST refused (401/403/404/other 4xx) → backoff, warn", retry: true,
 		reads: []reading{
 			on(answersList, fsm.EvListFailed).class(fsm.ClassRejected),
-			on(answersProbe, fsm.EvListFailed).class(fsm.ClassRejected),
+			on(answersProbe, fsm.EvListFailed).class(fsm.ClassRejected).when(not(verificationRefused)),
 			on(answersStream, fsm.EvWatchOpenFailed).class(fsm.ClassRejected).when(watchListRefused),
 		},
 		rows: []fsm.Transition{waits(fsm.Listing, fsm.Listing), waits(fsm.Relisting, fsm.Relisting)},

@@ -203,6 +203,9 @@ func TestFactoryPersistsEachInformersCacheApart(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	opts := informer.Options{Logger: quiet.Logger, Persist: persist.Dir(dir)}
+	// Pages of one: the collection is larger than the probe's page, and the start resumes
+	// from the snapshot rather than take the probe's page as its state.
+	opts.Policy.PageSize = 1
 	run := func(ns string, h cache.ResourceEventHandler) (*factory.Factory, func()) {
 		f := factory.New(cs, 0, opts, informers.WithNamespace(ns))
 		inf := f.Core().V1().ConfigMaps().Informer()
