@@ -82,8 +82,8 @@ var resumeRules = []rule{
 		// and report them synced. An RV that is not a decimal number cannot be compared, so
 		// no catch-up could be proved either.
 		cause: fsm.CauseSnapshotAhead, label: "probe: snapshot ahead → drop it, LIST RV=0", accepted: true,
-		reads: []reading{on(answersProbe, fsm.EvListPage).when(verdictIs(snapshotAhead))},
-		rows:  []fsm.Transition{stays(fsm.Listing)},
+		reads:  []reading{on(answersProbe, fsm.EvListPage).when(verdictIs(snapshotAhead))},
+		rows:   []fsm.Transition{stays(fsm.Listing)},
 		effect: (*Machine).dropSnapshot,
 	},
 	{
@@ -93,8 +93,8 @@ var resumeRules = []rule{
 		// another cluster's volume — whose names and resourceVersions may match this one's
 		// (docs/semantics.md, "Persisted cache").
 		cause: fsm.CauseSnapshotForeign, label: "probe: another history → drop it, LIST RV=0", accepted: true,
-		reads: []reading{on(answersProbe, fsm.EvListPage).when(verdictIs(anotherHistory))},
-		rows:  []fsm.Transition{stays(fsm.Listing)},
+		reads:  []reading{on(answersProbe, fsm.EvListPage).when(verdictIs(anotherHistory))},
+		rows:   []fsm.Transition{stays(fsm.Listing)},
 		effect: (*Machine).dropSnapshot,
 	},
 	{
