@@ -42,13 +42,14 @@ type Options struct {
 
 // Server is a running etcd and kube-apiserver pair.
 type Server struct {
-	opts    Options
-	dir     string
-	pki     *pki
-	etcdURL string
-	url     string
-	apiArgs []string
-	bin     string
+	opts     Options
+	dir      string
+	pki      *pki
+	etcdURL  string
+	etcdPeer string
+	url      string
+	apiArgs  []string
+	bin      string
 
 	mu   sync.Mutex // guards etcd and api, swapped by RestartAPIServer
 	etcd *proc
@@ -95,37 +96,16 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	etcdClient := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-	etcdPeer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	s.etcdURL = etcdClient
+	s.etcdURL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	s.etcdPeer = "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	s.url = "https://127.0.0.1:" + strconv.Itoa(ports[2])
-
-	etcd, err := startProc("etcd", filepath.Join(s.opts.BinDir, "etcd"), []string{
-		"--name=default",
-		"--data-dir=" + filepath.Join(s.dir, "etcd"),
-		"--listen-client-urls=" + etcdClient,
-		"--advertise-client-urls=" + etcdClient,
-		"--listen-peer-urls=" + etcdPeer,
-		"--initial-advertise-peer-urls=" + etcdPeer,
-		"--initial-cluster=default=" + etcdPeer,
-		"--log-level=warn",
-		// Durability is worthless for a throwaway test store, and fsync is
-		// most of etcd's write latency.
-		"--unsafe-no-fsync",
-	}, s.dir)
-	if err != nil {
+	if err := s.startEtcd(ctx); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.etcd = etcd
-	s.mu.Unlock()
-	if err := waitHTTP(ctx, etcd, http.DefaultClient, etcdClient+"/health", 30*time.Second); err != nil {
-		return fmt.Errorf("etcd did not become healthy: %w\n%s", err, etcd.logTail(30))
-	}
-	s.logf("apiserver: etcd healthy on %s after %s", etcdClient, time.Since(started).Round(time.Millisecond))
+	s.logf("apiserver: etcd healthy on %s after %s", s.etcdURL, time.Since(started).Round(time.Millisecond))
 
 	s.bin = filepath.Join(s.opts.BinDir, "kube-apiserver")
-	s.apiArgs = apiServerArgs(s.pki, etcdClient, ports[2], filepath.Join(s.dir, "certs"), s.opts.MaxRequestsInflight)
+	s.apiArgs = apiServerArgs(s.pki, s.etcdURL, ports[2], filepath.Join(s.dir, "certs"), s.opts.MaxRequestsInflight)
 	s.apiArgs = append(s.apiArgs, s.opts.ExtraArgs...)
 	if err := s.startAPI(ctx); err != nil {
 		return err
@@ -134,6 +114,39 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	s.logf("apiserver: ready on %s after %s", s.url, time.Since(started).Round(time.Millisecond))
+	return nil
+}
+
+// startEtcd starts etcd on the server's ports with the data in its directory, and returns once
+// it is healthy.
+func (s *Server) startEtcd(ctx context.Context) error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return errors.New("server stopped")
+	}
+	etcd, err := startProc("etcd", filepath.Join(s.opts.BinDir, "etcd"), []string{
+		"--name=default",
+		"--data-dir=" + filepath.Join(s.dir, "etcd"),
+		"--listen-client-urls=" + s.etcdURL,
+		"--advertise-client-urls=" + s.etcdURL,
+		"--listen-peer-urls=" + s.etcdPeer,
+		"--initial-advertise-peer-urls=" + s.etcdPeer,
+		"--initial-cluster=default=" + s.etcdPeer,
+		"--log-level=warn",
+		// Durability is worthless for a throwaway test store, and fsync is
+		// most of etcd's write latency.
+		"--unsafe-no-fsync",
+	}, s.dir)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.etcd = etcd
+	s.mu.Unlock()
+	if err := waitHTTP(ctx, etcd, http.DefaultClient, s.etcdURL+"/health", 30*time.Second); err != nil {
+		return fmt.Errorf("etcd did not become healthy: %w\n%s", err, etcd.logTail(30))
+	}
 	return nil
 }
 
@@ -347,6 +360,40 @@ func (s *Server) RestartAPIServer(ctx context.Context) error {
 		api.stop(10 * time.Second)
 	}
 	return s.startAPI(ctx)
+}
+
+// RecreateCluster deletes the cluster and creates another at the same address: kube-apiserver
+// and etcd are stopped, etcd's data is wiped, and both start again on the same ports — a
+// cluster deleted and created again where its clients know it (minikube's, kind's on a fixed
+// port, an in-cluster service address). The new etcd counts revisions from 1 again, and every
+// object is new (new uids), but for those kube-apiserver creates itself. The credentials stay
+// valid (the same certificates and tokens), as a kubeconfig rewritten for the new cluster would
+// be. It returns once /readyz answers ok and the limited user is bound again.
+func (s *Server) RecreateCluster(ctx context.Context) error {
+	s.mu.Lock()
+	api, etcd := s.api, s.etcd
+	s.mu.Unlock()
+	if api != nil {
+		api.stop(10 * time.Second)
+	}
+	if etcd != nil {
+		_ = etcd.signal(syscall.SIGCONT)
+		etcd.stop(10 * time.Second)
+	}
+	if err := os.RemoveAll(filepath.Join(s.dir, "etcd")); err != nil {
+		return err
+	}
+	if err := s.startEtcd(ctx); err != nil {
+		return err
+	}
+	if err := s.startAPI(ctx); err != nil {
+		return err
+	}
+	if err := s.bindLimitedUser(ctx); err != nil {
+		return err
+	}
+	s.logf("apiserver: cluster created again on %s", s.url)
+	return nil
 }
 
 // CPUSeconds is the CPU time (user + system) kube-apiserver's current process has used, from

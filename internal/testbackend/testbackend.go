@@ -147,6 +147,19 @@ func connect(ctx context.Context, s *apiserver.Server) (*Real, error) {
 	return b, nil
 }
 
+// RecreateCluster deletes the cluster and creates another at the same address, with the
+// Widgets CRD installed again (apiserver.Server.RecreateCluster).
+func (b *Real) RecreateCluster(ctx context.Context) error {
+	if err := b.Server.RecreateCluster(ctx); err != nil {
+		return err
+	}
+	return b.installWidgetCRD(ctx)
+}
+
+// Clientset is an admin clientset of the server, for what the Backend methods do not say (a
+// uid, a status).
+func (b *Real) Clientset() kubernetes.Interface { return b.cs }
+
 func (b *Real) Name() string                            { return "kube-apiserver" }
 func (b *Real) URL() string                             { return b.Server.URL() }
 func (b *Real) Transport() http.RoundTripper            { return b.rt }
