@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +50,7 @@ func startSimCLI(t *testing.T, objects int, args ...string) *simCLI {
 		require.NoError(t, err)
 	}
 	c.gate = &gate{}
-	api := httptest.NewServer(gatedServer{gate: c.gate, next: c.srv.Handler()})
+	api := httptest.NewServer(gatedServer{gate: c.gate, next: tableServer{next: c.srv.Handler(), now: time.Now}})
 	t.Cleanup(func() {
 		c.srv.Close()
 		api.Close()
@@ -261,4 +262,4 @@ func TestRowStoreReplaceDiffs(t *testing.T) {
 type sinkFunc func(event string, obj any)
 
 func (f sinkFunc) row(event string, obj any) { f(event, obj) }
-func (f sinkFunc) flush()                    {}
+func (f sinkFunc) flush(bool, bool)          {}
