@@ -320,3 +320,48 @@ func TestCLIWatchSideBySideWithKubectl(t *testing.T) {
 		})
 	}
 }
+
+// What the server refuses before the first sync, and what the command line gets wrong, end
+// `rewatch watch` as they end `kubectl get -w`: the same message on stderr, the same exit
+// status (docs/cli.md, "Exit status") — a label selector the server cannot parse (400), a user
+// RBAC does not let list (403), a named object that is not there (404), a resource type
+// discovery does not know, an unknown flag.
+func TestCLIWatchRefusalsAsKubectl(t *testing.T) {
+	b := sharedReal(t)
+	e := newEnv(t, b, configMaps, 1)
+	kubectl := kubectlBin(t)
+	bin := buildCLI(t)
+	kp, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport()})
+	require.NoError(t, err)
+	t.Cleanup(kp.Close)
+	kubeconfig := proxyKubeconfig(t, kp.URL())
+	for _, args := range [][]string{
+		{"configmaps", "-n", e.ns, "-l", "a b=c"},
+		{"configmaps", "-n", e.ns, "--as", "nobody"},
+		{"configmaps", "nosuch", "-n", e.ns},
+		{"deployments.apps/nosuch", "-n", e.ns, "-o", "name"},
+		{"configmapz", "-n", e.ns},
+		{"configmaps", "-n", e.ns, "--bogus"},
+		{"configmaps", "-n", e.ns, "-o", "xml"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var kout, kerr, rout, rerr syncbuf.Buffer
+			kcmd := exec.CommandContext(ctx, kubectl, append([]string{"get", "-w", "--kubeconfig", kubeconfig}, args...)...)
+			kcmd.Stdout, kcmd.Stderr = &kout, &kerr
+			kexit := kcmd.Run()
+			rcmd := exec.CommandContext(ctx, bin, append([]string{"watch", "--trace=none", "--kubeconfig", kubeconfig}, args...)...)
+			rcmd.Stdout, rcmd.Stderr = &rout, &rerr
+			rexit := rcmd.Run()
+			require.NoError(t, ctx.Err(), "a command did not end by itself")
+			var kx, rx *exec.ExitError
+			require.ErrorAs(t, kexit, &kx, "kubectl: %s", kerr.String())
+			require.ErrorAs(t, rexit, &rx, "rewatch: %s", rerr.String())
+			require.Equal(t, kx.ExitCode(), rx.ExitCode(), "exit status")
+			want := strings.ReplaceAll(kerr.String(), "kubectl get", "rewatch watch")
+			require.Equal(t, want, rerr.String())
+			require.Equal(t, kout.String(), rout.String())
+		})
+	}
+}

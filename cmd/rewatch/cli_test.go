@@ -551,9 +551,9 @@ func TestWatchRefusedBeforeSyncExitsAsKubectl(t *testing.T) {
 			`Error from server (Forbidden): configmaps is forbidden: User "system:anonymous" cannot list resource "configmaps" in API group "" in the namespace "default"`},
 		{401, metav1.StatusReasonUnauthorized, "Unauthorized", "error: You must be logged in to the server (Unauthorized)"},
 		{400, metav1.StatusReasonBadRequest, `unable to parse requirement: found '=', expected: identifier`,
-			`Error from server (BadRequest): unable to parse requirement: found '=', expected: identifier`},
+			`Error from server (BadRequest): Unable to list "/v1, Resource=configmaps": unable to parse requirement: found '=', expected: identifier`},
 		{404, metav1.StatusReasonNotFound, "the server could not find the requested resource",
-			"Error from server (NotFound): the server could not find the requested resource"},
+			`Error from server (NotFound): Unable to list "/v1, Resource=configmaps": the server could not find the requested resource`},
 	} {
 		t.Run(string(tc.reason), func(t *testing.T) {
 			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

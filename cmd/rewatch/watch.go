@@ -314,7 +314,8 @@ func (o *watchOptions) run(ctx context.Context, args []string, stdout, stderr io
 	cfg.OnTransition = func(t driver.Transition) {
 		p.transition(t)
 		if !synced && !o.retryRefusals && refusedBeforeSync(t) {
-			end(t.Event.Failure.Err())
+			end(listRefusal(t, schema.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource},
+				o.res.LabelSelector, o.res.FieldSelector))
 		}
 		if !synced && t.Snapshot.Synced {
 			synced = true
@@ -472,6 +473,24 @@ func refusedBeforeSync(t driver.Transition) bool {
 		return true
 	}
 	return false
+}
+
+// listRefusal is the refusal t carries, as kubectl's get reports it: a LIST refused as a bad
+// request or not found says what was listed, with which selectors, before the server's
+// message (kubectl's resource builder words it so).
+func listRefusal(t driver.Transition, gvr schema.GroupVersionResource, labelSelector, fieldSelector string) error {
+	err := t.Event.Failure.Err()
+	var se *apierrors.StatusError
+	if t.Cause != fsm.CauseListRejected || !(apierrors.IsBadRequest(err) || apierrors.IsNotFound(err)) || !errors.As(err, &se) {
+		return err
+	}
+	st := se.ErrStatus
+	if labelSelector == "" && fieldSelector == "" {
+		st.Message = fmt.Sprintf("Unable to list %q: %v", gvr, st.Message)
+	} else {
+		st.Message = fmt.Sprintf("Unable to find %q that match label selector %q, field selector %q: %v", gvr, labelSelector, fieldSelector, st.Message)
+	}
+	return &apierrors.StatusError{ErrStatus: st}
 }
 
 // notSyncedError says why a watch stopped before it ever held the resource: a script must be
