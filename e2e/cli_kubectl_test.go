@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,6 +27,20 @@ import (
 // sideBySideOutputs are the outputs compared with kubectl's, by -o value ("" is the default).
 var sideBySideOutputs = []string{"", "wide", "name", "json", "yaml",
 	"custom-columns=NAME:.metadata.name,NAMESPACE:.metadata.namespace,RV:.metadata.resourceVersion,LABELS:.metadata.labels"}
+
+// sideBySideExtras are kubectl get's other print flags, compared watching.
+var sideBySideExtras = [][]string{
+	{"--show-labels"},
+	{"-L", "side-by-side,changed"},
+	{"--no-headers"},
+	{"--output-watch-events"},
+	{"-o", "wide", "--output-watch-events", "--show-labels"},
+	{"-o", "name", "--output-watch-events"},
+	{"-o", "json", "--output-watch-events"},
+	{"-o", "jsonpath={.metadata.name} {.metadata.resourceVersion}{\"\\n\"}"},
+	{"-o", "go-template={{.metadata.name}} {{.kind}}{{\"\\n\"}}"},
+	{"--show-kind"},
+}
 
 // sideResource is one resource of the side-by-side test: how kubectl users name it and how to
 // create, change and delete one of its objects.
@@ -161,6 +176,9 @@ func sideResources() []sideResource {
 // between columns, and a cell has at most one space in a row ("NOMINATED NODE").
 var wideGap = regexp.MustCompile(` {3,}`)
 
+// ageCell is what kubectl's AGE cells read: 5s, 3m, 2m10s, 4h, <unknown>.
+var ageCell = regexp.MustCompile(`^(\d+[smhdy])+$|^<unknown>$|^<invalid>$`)
+
 // withoutAge is a table output with its AGE column cut out: the age is the one cell the two
 // compute at different instants. Other outputs are compared whole.
 func withoutAge(out string) []string {
@@ -176,8 +194,17 @@ func withoutAge(out string) []string {
 				}
 			}
 		}
-		if age >= 0 && age < len(cells) {
+		switch {
+		case age >= 0 && age < len(cells):
 			cells = append(cells[:age:age], cells[age+1:]...)
+		case age < 0:
+			// No header (--no-headers): the cell that reads as an age.
+			for i, c := range cells {
+				if ageCell.MatchString(c) {
+					cells = append(cells[:i:i], cells[i+1:]...)
+					break
+				}
+			}
 		}
 		rows = append(rows, strings.Join(cells, " | "))
 	}
@@ -232,31 +259,47 @@ func TestCLIWatchSideBySideWithKubectl(t *testing.T) {
 				kerr, rerr syncbuf.Buffer
 				kcmd, rcmd *exec.Cmd
 				table      bool
+				named      bool
 			}
 			var pairs []*pair
+			start := func(label string, table, named bool, args ...string) {
+				p := &pair{label: label, table: table, named: named}
+				p.kcmd = exec.CommandContext(ctx, kubectl, append([]string{"get", "--kubeconfig", kubeKubeconfig}, args...)...)
+				p.kcmd.Stdout, p.kcmd.Stderr = &p.kout, &p.kerr
+				p.rcmd = exec.CommandContext(ctx, bin, append([]string{"watch", "--trace=json", "--kubeconfig", rewatchKubeconfig}, args...)...)
+				p.rcmd.Stdout, p.rcmd.Stderr = &p.rout, &p.rerr
+				require.NoError(t, p.kcmd.Start())
+				require.NoError(t, p.rcmd.Start())
+				pairs = append(pairs, p)
+			}
+			selected := []string{res.arg, "-l", "side-by-side=" + run}
+			if ns != "" {
+				selected = append(selected, "-n", ns)
+			}
 			for _, output := range sideBySideOutputs {
-				for _, watchOnly := range []bool{false, true} {
-					args := []string{res.arg, "-l", "side-by-side=" + run}
-					if ns != "" {
-						args = append(args, "-n", ns)
-					}
+				for _, flag := range []string{"-w", "--watch-only"} {
+					args := append([]string{flag}, selected...)
 					if output != "" {
 						args = append(args, "-o", output)
 					}
-					p := &pair{label: fmt.Sprintf("-o %q watch-only=%v", output, watchOnly), table: output == "" || output == "wide"}
-					flag := "-w"
-					if watchOnly {
-						flag = "--watch-only"
-					}
-					p.kcmd = exec.CommandContext(ctx, kubectl, append([]string{"get", flag, "--kubeconfig", kubeKubeconfig}, args...)...)
-					p.kcmd.Stdout, p.kcmd.Stderr = &p.kout, &p.kerr
-					p.rcmd = exec.CommandContext(ctx, bin, append([]string{"watch", flag, "--trace=json", "--kubeconfig", rewatchKubeconfig}, args...)...)
-					p.rcmd.Stdout, p.rcmd.Stderr = &p.rout, &p.rerr
-					require.NoError(t, p.kcmd.Start())
-					require.NoError(t, p.rcmd.Start())
-					pairs = append(pairs, p)
+					start(fmt.Sprintf("%s -o %q", flag, output), output == "" || output == "wide", false, args...)
 				}
 			}
+			// kubectl get's other print flags, watching.
+			for _, extra := range sideBySideExtras {
+				args := append([]string{"-w"}, selected...)
+				table := !slices.Contains(extra, "-o") || slices.Contains(extra, "wide")
+				start(strings.Join(extra, " "), table, false, append(args, extra...)...)
+			}
+			// -A: the NAMESPACE column (the label selector keeps other tests' objects out).
+			start("-A", true, false, "-w", res.arg, "-l", "side-by-side="+run, "-A")
+			// One object, by name.
+			named := []string{"-w", res.arg + "/" + name("a")}
+			if ns != "" {
+				named = append(named, "-n", ns)
+			}
+			start("NAME", true, true, named...)
+			start("NAME -o yaml", false, true, append(named, "-o", "yaml")...)
 			defer func() {
 				for _, p := range pairs {
 					_ = p.kcmd.Process.Kill()
@@ -294,9 +337,17 @@ func TestCLIWatchSideBySideWithKubectl(t *testing.T) {
 			require.NoError(t, res.create(ctx, cs, ns, name("c"), labels()))
 			for _, p := range pairs {
 				// The creation is the last change: once both printed it, both printed everything.
+				// A named watch sees only its object's change, its relabelling.
 				ok := waitFor(60*time.Second, func() bool {
+					if p.named {
+						return strings.Contains(p.kout.String(), "changed") || strings.Count(p.kout.String(), "\n") >= 3
+					}
 					return strings.Contains(p.kout.String(), name("c")) && strings.Contains(p.rout.String(), name("c"))
 				})
+				if p.named {
+					// kubectl has printed the change; rewatch, which saw it at the same time, too.
+					ok = ok && waitFor(10*time.Second, func() bool { return strings.Count(p.rout.String(), "\n") >= strings.Count(p.kout.String(), "\n") })
+				}
 				require.True(t, ok, "%s", describe(p))
 				if p.table {
 					require.Equal(t, withoutAge(p.kout.String()), withoutAge(p.rout.String()), "%s", describe(p))
@@ -316,7 +367,7 @@ func TestCLIWatchSideBySideWithKubectl(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%s: %d outputs × watch, watch-only: the same rows and cells but AGE", res.arg, len(sideBySideOutputs))
+			t.Logf("%s: %d outputs × watch, watch-only, %d more print flags, -A and a named object: the same rows and cells but AGE", res.arg, len(sideBySideOutputs), len(sideBySideExtras))
 		})
 	}
 }
