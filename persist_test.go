@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +128,8 @@ func TestACorruptSnapshotIsRefused(t *testing.T) {
 	require.Equal(t, rewatch.StartRefused, st.Start.Way)
 	assert.NotEmpty(t, st.Start.Refused)
 	assert.Contains(t, st.Start.String(), "snapshot refused")
+	// Said once: the reason follows "snapshot refused: ", without the error's own prefix.
+	assert.Equal(t, 1, strings.Count(st.Start.String(), "snapshot refused"), st.Start.String())
 }
 
 func TestPersistNeedsAStoreThatLists(t *testing.T) {

@@ -117,6 +117,12 @@ func NewPersistence(st persist.Store, transport Snapshotter, period time.Duratio
 			if errors.Is(err, persist.ErrNotFound) {
 				return "", nil, nil
 			}
+			var refused *persist.Refused
+			if errors.As(err, &refused) {
+				// Stats.Start and the driver's log line say "snapshot refused" themselves:
+				// the reason is what they add.
+				return "", nil, refusedReason{refused}
+			}
 			if err != nil {
 				return "", nil, err
 			}
@@ -132,6 +138,12 @@ func NewPersistence(st persist.Store, transport Snapshotter, period time.Duratio
 		},
 	}, nil
 }
+
+// refusedReason is a persist.Refused told by its reason alone, unwrapping to it.
+type refusedReason struct{ r *persist.Refused }
+
+func (e refusedReason) Error() string { return e.r.Reason }
+func (e refusedReason) Unwrap() error { return e.r }
 
 // Store is the store the reflector fills.
 func (r *Reflector) Store() Store { return r.cfg.Store }

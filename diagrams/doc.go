@@ -7,4 +7,4 @@
 // test fails when they no longer match the table.
 package diagrams
 
-//go:generate go run ./svg/cmd/gen -out ../docs -readme ../README.md
+//go:generate go run ./svg/cmd/gen -out ../docs -readme ../README.md -cli ../cmd/rewatch/rendered

@@ -317,3 +317,46 @@ func TestCLIWatchCacheDirResumesOnTheRealServer(t *testing.T) {
 	}
 	e.report("CLI `rewatch watch --cache-dir` restarted", "resumed: no LIST of everything")
 }
+
+// No command writes a shared, predictable path: with TMPDIR a fresh directory, `rewatch
+// demo`, `rewatch watch` (on the real server, until it is watching) and `rewatch diagram
+// --format png` leave it empty — Graphviz's wasm runtime, which compiled itself into
+// $TMPDIR/go-graphviz at every start, is not linked (docs/cli.md, "rewatch diagram").
+func TestCLIStartsWriteNothingInTMPDIR(t *testing.T) {
+	b := sharedReal(t)
+	e := newEnv(t, b, configMaps, 1)
+	bin := buildCLI(t)
+	tmp := t.TempDir()
+	env := append(os.Environ(), "TMPDIR="+tmp)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	demo := exec.CommandContext(ctx, bin, "demo", "--duration", "1s", "--objects", "5", "--faults", "none")
+	demo.Env = env
+	out, err := demo.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	png := exec.CommandContext(ctx, bin, "diagram", "--view", "overview", "--format", "png", "-o", filepath.Join(t.TempDir(), "o.png"))
+	png.Env = env
+	out, err = png.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	watch := exec.CommandContext(ctx, bin, "watch", "configmaps", "-n", e.ns, "--kubeconfig", proxyKubeconfig(t, e.proxy.URL()), "--trace=json")
+	watch.Env = env
+	var stdout, stderr syncbuf.Buffer
+	watch.Stdout, watch.Stderr = &stdout, &stderr
+	require.NoError(t, watch.Start())
+	ok := waitFor(30*time.Second, func() bool { return strings.Contains(stderr.String(), `"cause":"watch-opened"`) })
+	require.NoError(t, watch.Process.Signal(syscall.SIGINT))
+	require.NoError(t, watch.Wait(), "stderr: %s", stderr.String())
+	require.True(t, ok, "never watching: %s", stderr.String())
+
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	var names []string
+	for _, en := range entries {
+		names = append(names, en.Name())
+	}
+	require.Empty(t, names, "the commands wrote into TMPDIR")
+	e.report("CLI demo, watch and diagram with a fresh TMPDIR", "nothing written there")
+}

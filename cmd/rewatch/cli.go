@@ -33,7 +33,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"watch", "LIST and WATCH a resource of a live cluster, printing its objects as kubectl get -w does", runWatch},
+		{"watch", "LIST and WATCH a resource of a live cluster, printing its objects as kubectl get -w does", nil},
 		{"demo", "run the reflector against an embedded simulated API server with injected faults", runDemo},
 		{"replay", "replay a journal, printing its transitions; --check verifies the commands", runReplay},
 		{"diagram", "draw the reflector's state machine (mermaid, dot, svg)", runDiagram},
@@ -51,6 +51,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		topUsage(stdout)
 		return exitOK
+	}
+	if name == "watch" {
+		// kubectl's flags, messages and exit status (docs/cli.md, "Exit status").
+		return watchMain(ctx, args[1:], stdout, stderr)
 	}
 	for _, c := range commands() {
 		if c.name != name {

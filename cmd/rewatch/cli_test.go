@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rewatch/rewatch/internal/syncbuf"
 	"github.com/rewatch/rewatch/sim"
@@ -46,16 +47,15 @@ func TestHelpIsCompleteForEveryCommand(t *testing.T) {
 	}
 	require.Contains(t, policyFlags, "retry-after-cap")
 	flags := map[string][]string{
-		"watch": append([]string{"resource", "group", "version", "namespace", "n", "all-namespaces", "A", "selector", "l", "o",
-			"field-selector", "kubeconfig", "context",
-			"journal", "journal-full-capture", "output", "output-watch-events", "watch", "w", "trace", "format", "metrics-addr", "cache-dir",
-			"backoff-initial", "backoff-cap"}, policyFlags...),
 		"demo": append([]string{"objects", "faults", "seed", "duration", "rate", "output", "journal",
 			"backoff-initial", "backoff-cap"}, policyFlags...),
 		"replay":  {"check", "all", "output"},
 		"diagram": {"view", "format", "o"},
 	}
 	for _, c := range commands() {
+		if c.name == "watch" {
+			continue // kubectl's flags, with cobra's help: TestWatchHelpHasKubectlsFlags
+		}
 		t.Run(c.name, func(t *testing.T) {
 			want, ok := flags[c.name]
 			if !ok {
@@ -86,6 +86,32 @@ func TestHelpIsCompleteForEveryCommand(t *testing.T) {
 	}
 }
 
+// watch takes kubectl get's flags (cli-runtime's ConfigFlags and PrintFlags, get's own) beside
+// the reflector's, every tunable among them; --help lists them with cobra's help.
+func TestWatchHelpHasKubectlsFlags(t *testing.T) {
+	code, out, errOut := runCLI(t, context.Background(), "watch", "--help")
+	require.Equal(t, exitOK, code, errOut)
+	require.Empty(t, errOut)
+	for _, s := range []string{"Usage:\n  rewatch watch RESOURCE[.GROUP] [NAME | RESOURCE/NAME] [flags]", "Examples:", "Flags:"} {
+		require.Contains(t, out, s)
+	}
+	want := []string{"-n, --namespace", "-A, --all-namespaces", "-l, --selector", "--field-selector", "--kubeconfig", "--context",
+		"--cluster", "--user", "-s, --server", "--token", "--insecure-skip-tls-verify", "--request-timeout", "--as",
+		"--certificate-authority", "--client-certificate", "--client-key", "--tls-server-name",
+		"-o, --output", "--template", "--no-headers", "--show-labels", "-L, --label-columns", "--sort-by", "--show-kind",
+		"--show-managed-fields", "--allow-missing-template-keys", "-w, --watch", "--watch-only", "--output-watch-events",
+		"--retry-refusals", "--resource", "--group", "--version", "--journal", "--journal-full-capture", "--trace", "--format",
+		"--metrics-addr", "--cache-dir", "--backoff-initial", "--backoff-cap"}
+	for _, tun := range transitions.Tunables() {
+		if tun.CLI {
+			want = append(want, "--"+tun.Key)
+		}
+	}
+	for _, f := range want {
+		require.Regexp(t, `(?m)^\s+`+regexp.QuoteMeta(f)+`\b`, out, "help lacks %s", f)
+	}
+}
+
 func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage")
@@ -93,16 +119,10 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := [][]string{
-		{"watch", "--bogus"},
 		{"demo", "--bogus"},
 		{"replay", "--bogus", "x"},
 		{"diagram", "--bogus"},
 		{"nosuchcommand"},
-		{"watch", "--resource", "configmaps", "--kubeconfig", filepath.Join(dir, "missing")},
-		{"watch", "--resource", "configmaps", "--kubeconfig", garbage},
-		{"watch", "--kubeconfig", garbage}, // no --resource
-		{"watch", "--resource", "configmaps", "--output", "yaml"},
-		{"watch", "--resource", "configmaps", "-n", "default", "-A"},
 		{"demo", "--faults", "429-start=2,meteor=1"},
 		{"demo", "--duration", "-1s"},
 		{"demo", "--backoff-initial", "2s", "--backoff-cap", "1s"},
@@ -382,13 +402,53 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// The --output error names the flag a kubectl user knows, whichever spelling was typed.
-func TestOutputErrorNamesTheFlag(t *testing.T) {
-	for _, flagName := range []string{"--output", "-o"} {
-		code, _, errOut := runCLI(t, context.Background(), "watch", "--resource", "configmaps", flagName, "xml")
-		require.Equal(t, exitUsage, code)
-		require.Contains(t, errOut, `invalid value "xml" for --output`)
+// watch's mistakes are reported as kubectl reports them, with its exit status, 1: an unknown
+// flag as cobra words it with a pointer to --help, an output format kubectl does not know
+// with kubectl's list, a kubeconfig that will not load, an argument watch cannot take.
+func TestWatchErrorsAsKubectl(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage")
+	require.NoError(t, os.WriteFile(garbage, []byte("{{{ not yaml"), 0o600))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "error: unknown flag: --bogus\nSee 'rewatch watch --help' for usage.\n"},
+		{[]string{"--resource", "configmaps", "-o", "xml"}, `error: unable to match a printer suitable for the output format "xml", allowed formats are: `},
+		{[]string{"--resource", "configmaps", "--output=xml"}, `error: unable to match a printer suitable for the output format "xml"`},
+		{[]string{"--resource", "configmaps", "--kubeconfig", filepath.Join(dir, "missing")}, "missing: no such file or directory"},
+		{[]string{"--resource", "configmaps", "--kubeconfig", garbage}, "error: "},
+		{[]string{"--kubeconfig", garbage}, "error: a resource is required"},
+		{[]string{"--resource", "configmaps", "--trace=loud"}, `error: invalid argument "loud" for "--trace" flag: want one of text, json, none`},
+		{[]string{"--resource", "configmaps", "--format", "protobuf"}, "error: --format=protobuf: the server prints its tables in JSON only"},
+		{[]string{"cm", "-A", "x"}, "error: a resource cannot be retrieved by name across all namespaces\n"},
+		{[]string{"cm", "-l", "a=b", "x"}, "error: name cannot be provided when a selector is specified\n"},
+		{[]string{"cm/a", "cm/b"}, "error: watch is only supported on individual resources and resource collections, but 2 resources were found\n"},
+		{[]string{"--resource", "configmaps", "--watch=false"}, "error: --watch=false: rewatch watch only watches"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			// An error is told at once; a run that went on would end here, failing.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			code, out, errOut := runCLI(t, ctx, append([]string{"watch"}, tc.args...)...)
+			require.Equal(t, exitFailure, code, "stderr %q", errOut)
+			require.Contains(t, errOut, tc.want)
+			require.True(t, strings.HasSuffix(errOut, "\n"))
+			require.Empty(t, out)
+		})
 	}
+}
+
+// --trace takes its value after a space as well as after "=", and a bare --trace is text.
+func TestWatchTraceWithASpace(t *testing.T) {
+	require.Equal(t, []string{"--trace=json", "cm"}, watchArgs([]string{"--trace", "json", "cm"}))
+	require.Equal(t, []string{"--trace", "cm"}, watchArgs([]string{"--trace", "cm"}))
+	require.Equal(t, []string{"--", "--trace", "json"}, watchArgs([]string{"--", "--trace", "json"}))
+	_, _, kubeconfig := simWithConfigMaps(t, 1)
+	w := startRun(t, "watch", "--resource", "configmaps", "-n", "default", "--kubeconfig", kubeconfig, "--trace", "json", "-o", "name")
+	waitFor(t, func() bool { return strings.Contains(w.err.String(), `"cause":"watch-opened"`) })
+	require.Equal(t, exitOK, w.stop(t), "stderr %q", w.err.String())
+	require.Equal(t, "configmap/cm-0\n", w.out.String())
 }
 
 // kubectl's short flags work, and with neither -n nor -A the namespace is the kubeconfig
@@ -425,8 +485,8 @@ func TestWatchShortFlagsAndContextNamespace(t *testing.T) {
 	}
 }
 
-// docs/cli.md: a watch stopped before it ever synced exits 1 and says why, with the server's
-// message. On the trace, each failed request is one line carrying the server's message as the
+// docs/cli.md: a watch stopped before it ever synced (here, kept retrying a 403 with
+// --retry-refusals) exits 1 and says why, with the server's message. On the trace, each failed request is one line carrying the server's message as the
 // server wrote it: a 403's quotes are not escaped, and no log line repeats it.
 func TestWatchStoppedBeforeSyncSaysWhy(t *testing.T) {
 	const message = `configmaps is forbidden: User "system:anonymous" cannot list resource "configmaps" in API group "" in the namespace "default"`
@@ -446,7 +506,7 @@ func TestWatchStoppedBeforeSyncSaysWhy(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	writeKubeconfig(t, kubeconfig, api.URL)
 	w := startRun(t, "watch", "--resource", "configmaps", "-n", "default", "--kubeconfig", kubeconfig,
-		"--backoff-initial", "10ms", "--backoff-cap", "20ms")
+		"--backoff-initial", "10ms", "--backoff-cap", "20ms", "--retry-refusals")
 	waitFor(t, func() bool { return strings.Count(w.err.String(), "list-rejected") >= 3 })
 	require.Equal(t, exitFailure, w.stop(t))
 	require.Empty(t, w.out.String(), "no objects: nothing on stdout")
@@ -472,8 +532,47 @@ func TestWatchStoppedBeforeSyncSaysWhy(t *testing.T) {
 	// name the last one.
 	require.Equal(t, rejected+2, withMessage, "%s", stderr)
 	last := lines[len(lines)-1]
-	require.Contains(t, last, "rewatch watch: stopped before the initial list completed")
+	require.Contains(t, last, "error: stopped before the initial list completed")
 	require.Contains(t, last, "403 Forbidden: "+message)
+}
+
+// A request the server refuses before the first sync ends the command at once, with kubectl's
+// message and exit status: a 403 as "Error from server (Forbidden): …", a 401 as kubectl's
+// "You must be logged in", a 400 (a selector the server cannot parse) as its BadRequest, a 404
+// as NotFound; nothing on stdout.
+func TestWatchRefusedBeforeSyncExitsAsKubectl(t *testing.T) {
+	for _, tc := range []struct {
+		code   int
+		reason metav1.StatusReason
+		msg    string
+		want   string
+	}{
+		{403, metav1.StatusReasonForbidden, `configmaps is forbidden: User "system:anonymous" cannot list resource "configmaps" in API group "" in the namespace "default"`,
+			`Error from server (Forbidden): configmaps is forbidden: User "system:anonymous" cannot list resource "configmaps" in API group "" in the namespace "default"`},
+		{401, metav1.StatusReasonUnauthorized, "Unauthorized", "error: You must be logged in to the server (Unauthorized)"},
+		{400, metav1.StatusReasonBadRequest, `unable to parse requirement: found '=', expected: identifier`,
+			`Error from server (BadRequest): Unable to list "/v1, Resource=configmaps": unable to parse requirement: found '=', expected: identifier`},
+		{404, metav1.StatusReasonNotFound, "the server could not find the requested resource",
+			`Error from server (NotFound): Unable to list "/v1, Resource=configmaps": the server could not find the requested resource`},
+	} {
+		t.Run(string(tc.reason), func(t *testing.T) {
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.code)
+				b, _ := json.Marshal(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: "Failure",
+					Message: tc.msg, Reason: tc.reason, Code: int32(tc.code)})
+				w.Write(b)
+			}))
+			defer api.Close()
+			kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+			writeKubeconfig(t, kubeconfig, api.URL)
+			code, out, errOut := runCLI(t, context.Background(), "watch", "--resource", "configmaps", "-n", "default",
+				"--kubeconfig", kubeconfig, "--trace=none")
+			require.Equal(t, exitFailure, code)
+			require.Empty(t, out)
+			require.Equal(t, tc.want+"\n", errOut)
+		})
+	}
 }
 
 // kubectl ignores a namespace for a cluster-scoped resource; so does watch, asking discovery,

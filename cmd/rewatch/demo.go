@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -111,7 +112,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if o.faults, err = parseFaults(faultSpec); err != nil {
 		return err
 	}
-	return demo(ctx, o, stdout)
+	return demo(ctx, o, stdout, stderr)
 }
 
 // demoRun holds the moving parts of one demo so that shutdown can tear them down in order.
@@ -157,7 +158,7 @@ func (d *demoRun) counts() (healthy bool, failures, streamEnds int) {
 
 func (d *demoRun) isHealthy() bool { h, _, _ := d.counts(); return h }
 
-func demo(ctx context.Context, o demoOptions, stdout io.Writer) (err error) {
+func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err error) {
 	d := &demoRun{o: o, p: newPrinter(stdout, o.output), rng: rand.New(rand.NewPCG(o.seed, 0x64656d6f))}
 
 	d.srv = sim.New(sim.Options{})
@@ -196,6 +197,9 @@ func demo(ctx context.Context, o demoOptions, stdout io.Writer) (err error) {
 		},
 		Policy:       rewatch.Policy{Seed: o.seed},
 		OnTransition: d.observe,
+		// The reflector's log lines go to stderr through the printer, which erases the status
+		// line before each and redraws it after, so that none is written over it.
+		Logger: slog.New(slog.NewTextHandler(d.p.writerTo(stderr), nil)),
 	}
 	o.tun.apply(&cfg)
 	d.store = driver.NewMemStore()

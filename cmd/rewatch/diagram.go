@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"io"
 	"os"
 
-	"github.com/rewatch/rewatch/diagrams/svg"
+	"github.com/rewatch/rewatch/diagrams"
+	"github.com/rewatch/rewatch/diagrams/svg/raster"
 )
 
 const diagramExample = `  # Print the Mermaid source (GitHub renders it inside a mermaid code block):
@@ -16,6 +18,24 @@ const diagramExample = `  # Print the Mermaid source (GitHub renders it inside a
 
   # The overview (one edge per pair of states) as a PNG for a slide or a wiki:
   rewatch diagram --view overview --format png -o reflector-overview.png`
+
+// The SVG layouts are the ones `go generate ./diagrams/` commits into docs/, copied here by
+// the same generator (TestRenderedSVGsAreTheCommittedOnes holds the copies to docs/, whose
+// drift test holds them to the table). Laying them out at run time would link Graphviz, whose
+// wasm runtime compiles itself when the program starts — every command, watch included — into
+// a cache directory of $TMPDIR shared by every user (docs/cli.md, "rewatch diagram"). Mermaid
+// and DOT are drawn from the table as the program runs, the PNG from the SVG.
+var (
+	//go:embed rendered/reflector.svg
+	fullSVG []byte
+	//go:embed rendered/reflector-overview.svg
+	overviewSVG []byte
+)
+
+var (
+	diagramViews   = []string{"full", "overview"}
+	diagramFormats = append(append([]string{}, diagrams.Formats...), "svg", "png")
+)
 
 func runDiagram(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var view, format, out string
@@ -31,16 +51,16 @@ func runDiagram(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	if err := choice("view", view, svg.Views...); err != nil {
+	if err := choice("view", view, diagramViews...); err != nil {
 		return err
 	}
-	if err := choice("format", format, svg.Formats...); err != nil {
+	if err := choice("format", format, diagramFormats...); err != nil {
 		return err
 	}
 	if view == "overview" && format == "mermaid" {
 		return usagef("the overview is drawn as dot, svg or png, not mermaid")
 	}
-	b, err := svg.Render(ctx, view, format)
+	b, err := renderDiagram(view, format)
 	if err != nil {
 		return err
 	}
@@ -52,4 +72,21 @@ func runDiagram(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError{err}
 	}
 	return nil
+}
+
+// renderDiagram is a view in a format, as diagrams/svg.Render draws it.
+func renderDiagram(view, format string) ([]byte, error) {
+	doc := fullSVG
+	if view == "overview" {
+		doc = overviewSVG
+	}
+	switch {
+	case format == "svg":
+		return doc, nil
+	case format == "png":
+		return raster.PNG(doc)
+	case view == "overview":
+		return []byte(diagrams.OverviewDOT()), nil
+	}
+	return diagrams.Render(format)
 }

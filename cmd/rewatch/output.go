@@ -146,6 +146,20 @@ func (p *printer) emitJSON(v any) {
 
 func (p *printer) line(s string) { p.write(p.w, s+"\n") }
 
+// writerTo is w written through the printer: each Write (a whole line, as slog's handlers
+// write them) erases the status line first and redraws it after.
+func (p *printer) writerTo(w io.Writer) io.Writer { return printerWriter{p: p, w: w} }
+
+type printerWriter struct {
+	p *printer
+	w io.Writer
+}
+
+func (pw printerWriter) Write(b []byte) (int, error) {
+	pw.p.write(pw.w, string(b))
+	return len(b), nil
+}
+
 // out writes s, whole lines, to the rows' writer.
 func (p *printer) out(s string) { p.write(p.rows, s) }
 

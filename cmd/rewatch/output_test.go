@@ -44,3 +44,21 @@ func TestSummaryCountsRelists(t *testing.T) {
 		t.Errorf("JSON summary lacks %s: %s", want, js.String())
 	}
 }
+
+// A line written through the printer while a status line is drawn erases it first and
+// redraws it after: the demo's log lines never land on its status line.
+func TestWriterToKeepsTheStatusLineBelow(t *testing.T) {
+	var status, logs bytes.Buffer
+	p := newPrinter(&status, "text")
+	p.status("  Watching  objects=3")
+	_, err := p.writerTo(&logs).Write([]byte("level=WARN msg=refused\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if logs.String() != "level=WARN msg=refused\n" {
+		t.Errorf("log line: %q", logs.String())
+	}
+	if want := "\r\033[K  Watching  objects=3\r\033[K  Watching  objects=3"; status.String() != want {
+		t.Errorf("status stream: %q, want %q (erased, then redrawn)", status.String(), want)
+	}
+}

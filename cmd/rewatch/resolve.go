@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -65,34 +64,6 @@ func discoveryError(arg string, err error) error {
 		return usagef("the server doesn't have a resource type %q", arg)
 	}
 	return fmt.Errorf("discovery of %q: %w", arg, err)
-}
-
-// parseInterspersed parses flags that may come after positional arguments, as kubectl's do
-// (`rewatch watch configmaps -n kube-system`): Go's flag package stops at the first
-// positional, so each one is set aside and parsing resumes after it.
-func parseInterspersed(fs *flagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := parse(fs, args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		positional, args = append(positional, rest[0]), rest[1:]
-	}
-}
-
-// anyFlagGiven reports whether any of the named flags was given on the command line.
-func anyFlagGiven(fs *flagSet, names ...string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) {
-		for _, n := range names {
-			given = given || f.Name == n
-		}
-	})
-	return given
 }
 
 // discoveryAnswer is what the server answered GET /api, when it refused it: client-go's

@@ -99,7 +99,7 @@ func TestWatchResolvesTheResourceAsKubectlDoes(t *testing.T) {
 	}
 }
 
-// A name discovery does not know is a usage error worded as kubectl words it; a resource given
+// A name discovery does not know is an error worded as kubectl words it (exit 1, as kubectl's); a resource given
 // both ways, or two resources, are usage errors too.
 func TestWatchResourceArgumentErrors(t *testing.T) {
 	srv := newDiscoveryServer(t)
@@ -113,12 +113,13 @@ func TestWatchResourceArgumentErrors(t *testing.T) {
 		{[]string{"deployments.nope"}, `the server doesn't have a resource type "deployments.nope"`},
 		{[]string{"configmaps", "--resource", "configmaps"}, "either as RESOURCE[.GROUP] or with --resource"},
 		{[]string{"deployments", "--group", "apps"}, "either as RESOURCE[.GROUP] or with --resource"},
-		{[]string{"configmaps", "secrets"}, `unexpected argument "secrets"`},
+		{[]string{"configmaps", "a", "b"}, "watch is only supported on individual resources and resource collections, but 2 resources were found"},
 		{nil, "a resource is required"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, _, errOut := runCLI(t, context.Background(), append([]string{"watch", "--kubeconfig", kubeconfig}, tc.args...)...)
-			require.Equal(t, exitUsage, code, "stderr %q", errOut)
+			require.Equal(t, exitFailure, code, "stderr %q", errOut)
+			require.True(t, strings.HasPrefix(errOut, "error: "), errOut)
 			require.Contains(t, errOut, tc.want)
 			require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
 		})
@@ -126,7 +127,7 @@ func TestWatchResourceArgumentErrors(t *testing.T) {
 	require.Empty(t, srv.listed(), "a LIST was made for a resource that was refused")
 }
 
-// Discovery that cannot be reached is a failure at run time (exit 1), not a usage error.
+// Discovery the server does not answer is told as kubectl tells a server's error (exit 1).
 func TestWatchDiscoveryUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "down", http.StatusServiceUnavailable)
@@ -136,11 +137,12 @@ func TestWatchDiscoveryUnreachable(t *testing.T) {
 	writeKubeconfigNS(t, kubeconfig, srv.URL, "team-a")
 	code, _, errOut := runCLI(t, context.Background(), "watch", "configmaps", "--kubeconfig", kubeconfig)
 	require.Equal(t, exitFailure, code, "stderr %q", errOut)
-	require.Contains(t, errOut, `discovery of "configmaps"`)
+	require.Equal(t, "Error from server (ServiceUnavailable): the server is currently unable to handle the request\n", errOut)
 }
 
-// Discovery refused (an anonymous user may not read /api) is a failure told once, with the
-// server's message: not client-go's "unknown", and no klog line on stderr besides it.
+// Discovery refused (an anonymous user may not read /api) is told once, as kubectl tells a
+// refusal, with the server's message: not client-go's "unknown", and no klog line on stderr
+// besides it.
 func TestWatchDiscoveryForbidden(t *testing.T) {
 	const message = `forbidden: User "system:anonymous" cannot get path "/api"`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -164,6 +166,6 @@ func TestWatchDiscoveryForbidden(t *testing.T) {
 	processStderr, err := io.ReadAll(r)
 	require.NoError(t, err)
 	require.Equal(t, exitFailure, code, "stderr %q", errOut)
-	require.Equal(t, `rewatch watch: discovery of "configmaps": `+message+"\n", errOut)
+	require.Equal(t, "Error from server (Forbidden): "+message+"\n", errOut)
 	require.Empty(t, string(processStderr), "a log line repeated the failure")
 }

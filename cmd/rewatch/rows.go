@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/rewatch/rewatch/driver"
 )
@@ -29,11 +27,12 @@ type rowStore struct {
 	sink rowSink
 }
 
-// rowSink takes the rows: flush ends a batch — a watch event, or a full state — which a table
-// aligns as one, as kubectl aligns its list and then each event.
+// rowSink takes the rows: flush ends a batch — a watch event, or a full state (fullState),
+// complete or abandoned — which a table aligns as one, as kubectl aligns its list and then
+// each event.
 type rowSink interface {
 	row(event string, obj any)
-	flush()
+	flush(fullState, complete bool)
 }
 
 var _ driver.VersionedStore = (*rowStore)(nil)
@@ -49,7 +48,7 @@ func (s *rowStore) Add(obj any) error {
 		return err
 	}
 	s.emit(rowAdded, obj)
-	s.sink.flush()
+	s.sink.flush(false, false)
 	return nil
 }
 
@@ -58,7 +57,7 @@ func (s *rowStore) Update(obj any) error {
 		return err
 	}
 	s.emit(rowModified, obj)
-	s.sink.flush()
+	s.sink.flush(false, false)
 	return nil
 }
 
@@ -67,7 +66,7 @@ func (s *rowStore) Delete(obj any) error {
 		return err
 	}
 	s.emit(rowDeleted, obj)
-	s.sink.flush()
+	s.sink.flush(false, false)
 	return nil
 }
 
@@ -90,7 +89,7 @@ func (s *rowStore) Replace(items []any, resourceVersion string) error {
 		s.emitPut(prev, held, obj)
 	}
 	s.emitGone(old)
-	s.sink.flush()
+	s.sink.flush(true, true)
 	return nil
 }
 
@@ -169,49 +168,16 @@ func (r *rowReplacement) Finish(resourceVersion string) error {
 		}
 	}
 	if err := r.r.Finish(resourceVersion); err != nil {
-		r.s.sink.flush()
+		r.s.sink.flush(true, false)
 		return err
 	}
 	r.s.emitGone(gone)
-	r.s.sink.flush()
+	r.s.sink.flush(true, true)
 	return nil
 }
 
 // Abandon keeps what was put, whose rows were told: they are printed.
 func (r *rowReplacement) Abandon() {
 	r.r.Abandon()
-	r.s.sink.flush()
-}
-
-// objectJSON is obj as the map kubectl prints with -o json or yaml: apiVersion and kind set
-// (a typed object decodes without them), managedFields left out unless keepManaged (kubectl
-// leaves them out of an object, and prints them in a watch event).
-func objectJSON(obj any, apiVersion, kind string, keepManaged bool) (map[string]any, error) {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	if s, _ := m["apiVersion"].(string); s == "" && apiVersion != "" {
-		m["apiVersion"] = apiVersion
-	}
-	if s, _ := m["kind"].(string); s == "" && kind != "" {
-		m["kind"] = kind
-	}
-	if md, ok := m["metadata"].(map[string]any); ok && !keepManaged {
-		delete(md, "managedFields")
-	}
-	return m, nil
-}
-
-// lowerKind is the kind as kubectl's name output spells it: "configmap", "deployment.apps".
-func lowerKind(kind, group string) string {
-	k := strings.ToLower(kind)
-	if group != "" {
-		k += "." + group
-	}
-	return k
+	r.s.sink.flush(true, false)
 }

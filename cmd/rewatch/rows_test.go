@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +50,7 @@ func startSimCLI(t *testing.T, objects int, args ...string) *simCLI {
 		require.NoError(t, err)
 	}
 	c.gate = &gate{}
-	api := httptest.NewServer(gatedServer{gate: c.gate, next: c.srv.Handler()})
+	api := httptest.NewServer(gatedServer{gate: c.gate, next: tableServer{next: c.srv.Handler(), now: time.Now}})
 	t.Cleanup(func() {
 		c.srv.Close()
 		api.Close()
@@ -261,4 +262,30 @@ func TestRowStoreReplaceDiffs(t *testing.T) {
 type sinkFunc func(event string, obj any)
 
 func (f sinkFunc) row(event string, obj any) { f(event, obj) }
-func (f sinkFunc) flush()                    {}
+func (f sinkFunc) flush(bool, bool)          {}
+
+// With --watch-list the initial state arrives as watch events, each a Table of one row (the
+// first naming the columns), and its end as a bookmark whose row's object keeps the
+// initial-events-end annotation: the initial list prints as one table, as without it.
+func TestWatchListPrintsTheServersTable(t *testing.T) {
+	c := startSimCLI(t, 2, "--watch-list")
+	c.waitRows(t, 3)
+	waitFor(t, func() bool { return strings.Contains(c.err.String(), `"cause":"initial-events-end"`) })
+	_, err := c.srv.Create(sim.ConfigMaps, "default", "cm-2", nil)
+	require.NoError(t, err)
+	c.waitRows(t, 4)
+	c.stop(t)
+	require.Equal(t, []string{"NAME DATA", "cm-0 1", "cm-1 1", "cm-2 0"}, rowsOf(c.out.String()))
+	require.NotContains(t, c.err.String(), `"cause":"list-complete"`, "the initial state came by watch-list, not LIST")
+}
+
+// --watch-only leaves the initial list out and prints what changes after it, header first.
+func TestWatchOnlyPrintsTheChangesAlone(t *testing.T) {
+	c := startSimCLI(t, 2, "--watch-only")
+	waitFor(t, func() bool { return c.watches() >= 1 })
+	_, err := c.srv.Update(sim.ConfigMaps, "default", "cm-1", map[string]string{"a": "1", "b": "2"})
+	require.NoError(t, err)
+	c.waitRows(t, 2)
+	c.stop(t)
+	require.Equal(t, []string{"NAME DATA", "cm-1 2"}, rowsOf(c.out.String()))
+}

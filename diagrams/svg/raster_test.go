@@ -3,7 +3,6 @@ package svg
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"image"
 	"image/png"
 	"math"
@@ -18,8 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewatch/rewatch/diagrams"
-	"github.com/rewatch/rewatch/fsm"
-	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/diagrams/svg/raster"
 )
 
 // The PNG must show what the SVG shows. rsvg-convert (librsvg, from Debian's librsvg2-bin,
@@ -46,7 +44,7 @@ func TestPNGMatchesRsvgConvert(t *testing.T) {
 			require.NoError(t, err)
 			// At one pixel a point rather than PNGScale's two: the same drawing, a quarter
 			// of the pixels to compare (under -race every pixel counts).
-			ours, err := Rasterize(doc, comparedScale)
+			ours, err := raster.Rasterize(doc, comparedScale)
 			require.NoError(t, err)
 			size := ours.Bounds().Size()
 
@@ -111,11 +109,20 @@ func pixelMap(t *testing.T, doc []byte) func(Box) image.Rectangle {
 	t.Helper()
 	m := regexp.MustCompile(`class="graph" transform="([^"]*)"`).FindSubmatch(doc)
 	require.NotNil(t, m, "no graph group")
-	tr, err := parseTransform(string(m[1]))
-	require.NoError(t, err)
+	// Graphviz writes "scale(SX SY) rotate(0) translate(TX TY)".
+	f := regexp.MustCompile(`scale\(([-0-9.]+) ([-0-9.]+)\) rotate\(0\) translate\(([-0-9.]+) ([-0-9.]+)\)`).FindStringSubmatch(string(m[1]))
+	require.NotNil(t, f, "transform %q", m[1])
+	var v [4]float64
+	for i := range v {
+		var err error
+		v[i], err = strconv.ParseFloat(f[i+1], 64)
+		require.NoError(t, err)
+	}
+	sx, sy, tx, ty := v[0], v[1], v[2], v[3]
 	return func(b Box) image.Rectangle {
 		px := func(v float64) int { return int(math.Round(v * comparedScale)) }
-		return image.Rect(px(tr.sx*b.X0+tr.tx), px(tr.sy*-b.Y1+tr.ty), px(tr.sx*b.X1+tr.tx), px(tr.sy*-b.Y0+tr.ty))
+		// translate applies first, then scale: a point (x, y) lands at (sx(x+tx), sy(y+ty)).
+		return image.Rect(px(sx*(b.X0+tx)), px(sy*(-b.Y1+ty)), px(sx*(b.X1+tx)), px(sy*(-b.Y0+ty)))
 	}
 }
 
@@ -159,76 +166,4 @@ func darkShare(img image.Image, r image.Rectangle) float64 {
 		}
 	}
 	return float64(dark) / float64(r.Dx()*r.Dy())
-}
-
-// A label drawn with a rune the Go fonts lack would show an empty box (go-graphviz's PNG drew
-// ⇒ so): every rune of every label is in the font or drawn as strokes (drawnRunes).
-func TestEveryLabelRuneIsDrawable(t *testing.T) {
-	var texts []string
-	for _, s := range fsm.States() {
-		texts = append(texts, s.String())
-	}
-	for _, row := range transitions.Table.Rows() {
-		texts = append(texts, diagrams.EdgeLabel(row))
-	}
-	for _, e := range diagrams.Overview() {
-		texts = append(texts, e.Meanings...)
-	}
-	texts = append(texts, "Reentry") // stateless's heading over a self-loop's rows
-	for _, s := range texts {
-		for _, r := range s {
-			ok, err := hasGlyph(r)
-			require.NoError(t, err)
-			_, drawn := drawnRunes[r]
-			assert.True(t, ok || drawn, "%q in %q: neither in the Go fonts nor drawn as strokes", r, s)
-		}
-	}
-}
-
-func TestRasterizeRefusesWhatItCannotDraw(t *testing.T) {
-	doc := func(body string) []byte {
-		return []byte(`<svg viewBox="0 0 10 10" xmlns="http://www.w3.org/2000/svg"><g transform="translate(0 10)">` + body + `</g></svg>`)
-	}
-	for name, c := range map[string]struct {
-		doc  []byte
-		want string
-	}{
-		"an element Graphviz does not write": {doc(`<rect x="0" y="0" width="5" height="5"/>`), "<rect> is not an element"},
-		"a relative path command":            {doc(`<path d="m1,1 l2,2"/>`), "relative command"},
-		"a path with a missing number":       {doc(`<path d="M1,1C2,2 3,3"/>`), "groups of 6"},
-		"a point that is no number":          {doc(`<polygon points="1,1 2,x 3,3"/>`), "pairs of numbers"},
-		"a rotation":                         {doc(`<g transform="rotate(90)"></g>`), "rotate(0)"},
-		"a colour it does not know":          {doc(`<polygon fill="chartreuse" points="1,1 2,2 3,1"/>`), `colour "chartreuse"`},
-		"no viewBox":                         {[]byte(`<svg></svg>`), "viewBox"},
-		"a canvas too large":                 {[]byte(`<svg viewBox="0 0 100000 100000"></svg>`), "too large"},
-		"no svg at all":                      {[]byte(`<html></html>`), "before <svg>"},
-		"cut short":                          {[]byte(`<svg viewBox="0 0 10 10"><g>`), "read SVG"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := Rasterize(c.doc, 1)
-			assert.ErrorContains(t, err, c.want)
-		})
-	}
-	_, err := Rasterize(doc(""), 0)
-	assert.ErrorContains(t, err, "scale")
-}
-
-// The drawing itself, on a shape small enough to check pixel by pixel: an unfilled path is a
-// line, not an area, and a filled polygon is an area.
-func TestRasterizeStrokesAndFills(t *testing.T) {
-	img, err := Rasterize([]byte(`<svg viewBox="0 0 100 100">
-<g class="graph" transform="scale(1 1) rotate(0) translate(0 100)">
-<polygon fill="white" stroke="none" points="0,0 0,-100 100,-100 100,0 0,0"/>
-<path fill="none" stroke="black" d="M10,-10C10,-90 90,-90 90,-10"/>
-<polygon fill="black" stroke="black" points="40,-20 60,-20 60,-40 40,-40 40,-20"/>
-</g></svg>`), 1)
-	require.NoError(t, err)
-	at := func(x, y int) string {
-		c, _, _, _ := img.At(x, y).RGBA()
-		return fmt.Sprint(c < 0x8000)
-	}
-	assert.Equal(t, "true", at(50, 70), "inside the filled square")
-	assert.Equal(t, "false", at(50, 45), "under the arc, outside the square: an unfilled path leaves it white")
-	assert.Equal(t, "false", at(5, 5), "the corner")
-	assert.Positive(t, darkShare(img, image.Rect(0, 25, 100, 35)), "the arc's top")
 }

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"image/png"
 	"strings"
 	"sync"
 
 	"github.com/goccy/go-graphviz"
+
+	"github.com/rewatch/rewatch/diagrams/svg/raster"
 
 	"github.com/rewatch/rewatch/diagrams"
 )
@@ -45,11 +46,10 @@ func renderSVG(ctx context.Context, dot string) ([]byte, error) {
 	return []byte(fontFamily.Replace(string(out))), nil
 }
 
-// PNGScale is how many pixels of a PNG stand for one point of the SVG: twice, so the
-// labels stay sharp on the high-density screens documentation is read on.
-const PNGScale = 2
+// PNGScale is how many pixels of a PNG stand for one point of the SVG (raster.PNGScale).
+const PNGScale = raster.PNGScale
 
-// PNG is the SVG drawn as a PNG (Rasterize, PNGScale), for documentation and viewers that take
+// PNG is the SVG drawn as a PNG (raster.PNG), for documentation and viewers that take
 // no SVG. It is the SVG's own drawing, not Graphviz's PNG renderer: that one, as go-graphviz
 // ships it, filled every edge and lost nodes.
 func PNG(ctx context.Context) ([]byte, error) {
@@ -69,17 +69,7 @@ func OverviewPNG(ctx context.Context) ([]byte, error) {
 	return encodePNG(doc)
 }
 
-func encodePNG(doc []byte) ([]byte, error) {
-	img, err := Rasterize(doc, PNGScale)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		return nil, fmt.Errorf("diagrams/svg: encode PNG: %w", err)
-	}
-	return buf.Bytes(), nil
-}
+func encodePNG(doc []byte) ([]byte, error) { return raster.PNG(doc) }
 
 func renderDOT(ctx context.Context, src []byte, format graphviz.Format) (_ []byte, err error) {
 	graphvizMu.Lock()

@@ -355,9 +355,25 @@ func (p *Proxy) outgoing(ctx context.Context, r *http.Request) *http.Request {
 	// compression itself, and the client gets the stream uncompressed.
 	out.Header.Del("Accept-Encoding")
 	if p.forceJSON && r.Method == http.MethodGet {
-		out.Header.Set("Accept", "application/json")
+		out.Header.Set("Accept", jsonOnly(r.Header.Get("Accept")))
 	}
 	return out
+}
+
+// jsonOnly is the Accept header a forced-JSON request is sent with: plain JSON, after the
+// server-side printed Tables accept asks for (`application/json;as=Table;v=v1;g=meta.k8s.io`,
+// kubectl's and rewatch watch's), which are JSON too. Any other conversion (a metadata-only
+// request) is dropped, as before: the object comes back whole, in JSON.
+func jsonOnly(accept string) string {
+	var kept []string
+	for _, part := range strings.Split(accept, ",") {
+		part = strings.TrimSpace(part)
+		mt, params, _ := strings.Cut(part, ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "application/json") && strings.Contains(strings.ReplaceAll(params, " ", ""), "as=Table") {
+			kept = append(kept, part)
+		}
+	}
+	return strings.Join(append(kept, "application/json"), ", ")
 }
 
 // hopHeaders belong to one connection and must not be forwarded (RFC 9110

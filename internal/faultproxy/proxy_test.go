@@ -484,6 +484,19 @@ func TestForceJSONRewritesAccept(t *testing.T) {
 	assert.Equal(t, "application/json", <-u.accept)
 }
 
+// A server-side printed Table, as kubectl asks for it, is JSON too: it is kept, before plain
+// JSON; the rest goes.
+func TestForceJSONKeepsJSONWithParameters(t *testing.T) {
+	u := newUpstream(t, 0)
+	p, c := newProxy(t, u, true)
+	req, _ := http.NewRequest(http.MethodGet, p.URL()+"/api/v1/configmaps", nil)
+	req.Header.Set("Accept", "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io, application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, "application/json;as=Table;v=v1;g=meta.k8s.io, application/json", <-u.accept)
+}
+
 func TestCloseEndsOpenStreams(t *testing.T) {
 	u := newUpstream(t, 1)
 	p, c := newProxy(t, u, false)

@@ -98,6 +98,9 @@ func (c Config) Validate() error {
 	if err := c.Format.validate(c.effectiveDecoder()); err != nil {
 		errs = append(errs, err)
 	}
+	if err := validateQuery(c.effectiveDecoder()); err != nil {
+		errs = append(errs, err)
+	}
 	if c.ClientUserAgent && c.UserAgent != "" {
 		errs = append(errs, fmt.Errorf("UserAgent %q and ClientUserAgent both set", c.UserAgent))
 	}

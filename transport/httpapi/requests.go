@@ -18,7 +18,9 @@ import (
 )
 
 func (t *Transport) get(ctx context.Context, c *fsm.Command) (*http.Response, error) {
-	u := t.path + "?" + t.cfg.Resource.query(c).Encode()
+	q := t.cfg.Resource.query(c)
+	decoderQuery(t.cfg.Decoder, q)
+	u := t.path + "?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err

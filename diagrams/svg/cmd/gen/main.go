@@ -1,4 +1,5 @@
-// Command gen writes the committed diagrams (svg.Committed) into docs/ from transitions.Table.
+// Command gen writes the committed diagrams (svg.Committed) into docs/ from transitions.Table,
+// and the SVGs into the CLI's cmd/rewatch/rendered.
 // It runs from `go generate ./diagrams/`; the drift test in package diagrams fails until it has.
 package main
 
@@ -16,8 +17,12 @@ import (
 func main() {
 	out := flag.String("out", "docs", "directory to write the diagrams into")
 	readme := flag.String("readme", "", "README whose diagram block (between the markers) to rewrite")
+	cli := flag.String("cli", "", "directory of the CLI's copies of the SVGs (cmd/rewatch/rendered), which it prints without Graphviz")
 	flag.Parse()
 	err := run(context.Background(), *out)
+	if err == nil && *cli != "" {
+		err = copySVGs(*out, *cli)
+	}
 	if err == nil && *readme != "" {
 		err = rewriteReadme(*readme)
 	}
@@ -51,4 +56,22 @@ func rewriteReadme(path string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return os.WriteFile(path, []byte(out), 0o644)
+}
+
+// copySVGs copies the committed SVGs into the CLI's directory: `rewatch diagram` prints them
+// as they are, so that the CLI links no Graphviz.
+func copySVGs(from, to string) error {
+	for _, c := range svg.Committed {
+		if c.Format != "svg" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(from, c.File))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, c.File), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package svg
+package raster
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ var fonts = sync.OnceValues(func() ([2]*opentype.Font, error) {
 	for i, ttf := range [][]byte{goregular.TTF, gobold.TTF} {
 		f, err := opentype.Parse(ttf)
 		if err != nil {
-			return out, fmt.Errorf("diagrams/svg: parse the embedded Go font: %w", err)
+			return out, fmt.Errorf("diagrams/svg/raster: parse the embedded Go font: %w", err)
 		}
 		out[i] = f
 	}
@@ -58,7 +58,7 @@ func face(bold bool, size float64) (font.Face, *sfnt.Font, error) {
 	}
 	fc, err := opentype.NewFace(f, &opentype.FaceOptions{Size: size, DPI: 72, Hinting: font.HintingNone})
 	if err != nil {
-		return nil, nil, fmt.Errorf("diagrams/svg: font face: %w", err)
+		return nil, nil, fmt.Errorf("diagrams/svg/raster: font face: %w", err)
 	}
 	faces[k] = fc
 	return fc, f, nil

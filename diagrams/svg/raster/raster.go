@@ -1,4 +1,8 @@
-package svg
+// Package raster draws the SVG that Graphviz writes as pixels, with its own small rasterizer
+// and the Go fonts: no Graphviz, no wasm. It is apart from package svg, which lays the diagrams
+// out with Graphviz, so that a program drawing an SVG it already has (rewatch diagram, from the
+// committed layout) links no Graphviz.
+package raster
 
 import (
 	"bytes"
@@ -7,6 +11,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"image/png"
 	"io"
 	"math"
 	"strconv"
@@ -14,6 +19,23 @@ import (
 
 	"github.com/fogleman/gg"
 )
+
+// PNGScale is how many pixels of a PNG stand for one point of the SVG: twice, so the
+// labels stay sharp on the high-density screens documentation is read on.
+const PNGScale = 2
+
+// PNG is an SVG that Graphviz wrote, drawn by Rasterize at PNGScale and encoded as a PNG.
+func PNG(svgDoc []byte) ([]byte, error) {
+	img, err := Rasterize(svgDoc, PNGScale)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("diagrams/svg/raster: encode PNG: %w", err)
+	}
+	return buf.Bytes(), nil
+}
 
 // Rasterize draws an SVG that Graphviz wrote as an RGBA image, scale pixels to the SVG's user
 // unit (Graphviz's point). It reads the part of SVG that Graphviz's svg renderer writes —
@@ -27,7 +49,7 @@ import (
 // rsvg-convert's rendering of the same SVG.
 func Rasterize(svgDoc []byte, scale float64) (image.Image, error) {
 	if scale <= 0 || math.IsNaN(scale) || math.IsInf(scale, 0) {
-		return nil, fmt.Errorf("diagrams/svg: scale %v is not a positive number", scale)
+		return nil, fmt.Errorf("diagrams/svg/raster: scale %v is not a positive number", scale)
 	}
 	dec := xml.NewDecoder(bytes.NewReader(svgDoc))
 	// Graphviz's SVG names the SVG 1.1 DTD; the entity-free document needs nothing from it.
@@ -39,7 +61,7 @@ func Rasterize(svgDoc []byte, scale float64) (image.Image, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("diagrams/svg: read SVG: %w", err)
+			return nil, fmt.Errorf("diagrams/svg/raster: read SVG: %w", err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -53,7 +75,7 @@ func Rasterize(svgDoc []byte, scale float64) (image.Image, error) {
 		}
 	}
 	if r.dc == nil {
-		return nil, errors.New("diagrams/svg: no <svg> element")
+		return nil, errors.New("diagrams/svg/raster: no <svg> element")
 	}
 	return r.dc.Image(), nil
 }
@@ -99,7 +121,7 @@ func (r *rasterizer) length(l float64) float64 {
 func (r *rasterizer) start(dec *xml.Decoder, el xml.StartElement) error {
 	a := attrs(el)
 	if el.Name.Local != "svg" && r.dc == nil {
-		return fmt.Errorf("diagrams/svg: <%s> before <svg>", el.Name.Local)
+		return fmt.Errorf("diagrams/svg/raster: <%s> before <svg>", el.Name.Local)
 	}
 	switch el.Name.Local {
 	case "svg":
@@ -113,7 +135,7 @@ func (r *rasterizer) start(dec *xml.Decoder, el xml.StartElement) error {
 	case "polygon", "polyline":
 		pts, err := numbers(a["points"])
 		if err != nil || len(pts) < 4 || len(pts)%2 != 0 {
-			return fmt.Errorf("diagrams/svg: <%s points=%q>: want pairs of numbers", el.Name.Local, a["points"])
+			return fmt.Errorf("diagrams/svg/raster: <%s points=%q>: want pairs of numbers", el.Name.Local, a["points"])
 		}
 		r.dc.NewSubPath()
 		for i := 0; i < len(pts); i += 2 {
@@ -140,22 +162,22 @@ func (r *rasterizer) start(dec *xml.Decoder, el xml.StartElement) error {
 	case "text":
 		var content string
 		if err := dec.DecodeElement(&content, &el); err != nil {
-			return fmt.Errorf("diagrams/svg: <text>: %w", err)
+			return fmt.Errorf("diagrams/svg/raster: <text>: %w", err)
 		}
 		return r.text(a, content)
 	}
-	return fmt.Errorf("diagrams/svg: <%s> is not an element Graphviz's SVG renderer writes", el.Name.Local)
+	return fmt.Errorf("diagrams/svg/raster: <%s> is not an element Graphviz's SVG renderer writes", el.Name.Local)
 }
 
 // canvas sizes the image from the viewBox, the drawing's own units.
 func (r *rasterizer) canvas(a map[string]string) error {
 	v, err := numbers(a["viewBox"])
 	if err != nil || len(v) != 4 || v[2] <= 0 || v[3] <= 0 {
-		return fmt.Errorf("diagrams/svg: <svg viewBox=%q>: want four numbers and a positive size", a["viewBox"])
+		return fmt.Errorf("diagrams/svg/raster: <svg viewBox=%q>: want four numbers and a positive size", a["viewBox"])
 	}
 	w, h := math.Ceil(v[2]*r.scale), math.Ceil(v[3]*r.scale)
 	if w*h > 1<<28 {
-		return fmt.Errorf("diagrams/svg: a %v×%v image is too large", w, h)
+		return fmt.Errorf("diagrams/svg/raster: a %v×%v image is too large", w, h)
 	}
 	copy(r.view[:], v)
 	r.dc = gg.NewContext(int(w), int(h))
@@ -183,16 +205,16 @@ func parseTransform(s string) (transform, error) {
 	for rest != "" {
 		name, args, ok := strings.Cut(rest, "(")
 		if !ok {
-			return t, fmt.Errorf("diagrams/svg: transform %q", s)
+			return t, fmt.Errorf("diagrams/svg/raster: transform %q", s)
 		}
 		args, after, ok := strings.Cut(args, ")")
 		if !ok {
-			return t, fmt.Errorf("diagrams/svg: transform %q", s)
+			return t, fmt.Errorf("diagrams/svg/raster: transform %q", s)
 		}
 		rest = strings.TrimSpace(after)
 		v, err := numbers(args)
 		if err != nil {
-			return t, fmt.Errorf("diagrams/svg: transform %q: %w", s, err)
+			return t, fmt.Errorf("diagrams/svg/raster: transform %q: %w", s, err)
 		}
 		var step transform
 		switch strings.TrimSpace(name) {
@@ -201,7 +223,7 @@ func parseTransform(s string) (transform, error) {
 				v = append(v, v[0])
 			}
 			if len(v) != 2 {
-				return t, fmt.Errorf("diagrams/svg: transform %q", s)
+				return t, fmt.Errorf("diagrams/svg/raster: transform %q", s)
 			}
 			step = transform{sx: v[0], sy: v[1]}
 		case "translate":
@@ -209,16 +231,16 @@ func parseTransform(s string) (transform, error) {
 				v = append(v, 0)
 			}
 			if len(v) != 2 {
-				return t, fmt.Errorf("diagrams/svg: transform %q", s)
+				return t, fmt.Errorf("diagrams/svg/raster: transform %q", s)
 			}
 			step = transform{sx: 1, sy: 1, tx: v[0], ty: v[1]}
 		case "rotate":
 			if len(v) < 1 || v[0] != 0 {
-				return t, fmt.Errorf("diagrams/svg: transform %q: only rotate(0), as Graphviz writes it, is drawn", s)
+				return t, fmt.Errorf("diagrams/svg/raster: transform %q: only rotate(0), as Graphviz writes it, is drawn", s)
 			}
 			continue
 		default:
-			return t, fmt.Errorf("diagrams/svg: transform %q", s)
+			return t, fmt.Errorf("diagrams/svg/raster: transform %q", s)
 		}
 		t = t.then(step)
 	}
@@ -238,13 +260,13 @@ func (r *rasterizer) path(d string) error {
 		arity := map[byte]int{'M': 2, 'L': 2, 'C': 6, 'Z': 0}[cmd]
 		if arity == 0 {
 			if len(args) != 0 {
-				return fmt.Errorf("diagrams/svg: path %q: Z takes no numbers", d)
+				return fmt.Errorf("diagrams/svg/raster: path %q: Z takes no numbers", d)
 			}
 			r.dc.ClosePath()
 			return nil
 		}
 		if len(args) == 0 || len(args)%arity != 0 {
-			return fmt.Errorf("diagrams/svg: path %q: %c wants groups of %d numbers", d, cmd, arity)
+			return fmt.Errorf("diagrams/svg/raster: path %q: %c wants groups of %d numbers", d, cmd, arity)
 		}
 		for i := 0; i < len(args); i += arity {
 			p := args[i : i+arity]
@@ -269,7 +291,7 @@ func (r *rasterizer) path(d string) error {
 		}
 		v, err := numbers(d[start:i])
 		if err != nil {
-			return fmt.Errorf("diagrams/svg: path %q: %w", d, err)
+			return fmt.Errorf("diagrams/svg/raster: path %q: %w", d, err)
 		}
 		args = append(args, v...)
 		if err := flush(); err != nil {
@@ -279,12 +301,12 @@ func (r *rasterizer) path(d string) error {
 			break
 		}
 		if c := d[i]; c >= 'a' {
-			return fmt.Errorf("diagrams/svg: path %q: relative command %c is not one Graphviz writes", d, c)
+			return fmt.Errorf("diagrams/svg/raster: path %q: relative command %c is not one Graphviz writes", d, c)
 		}
 		cmd, args, start = d[i], args[:0], i+1
 	}
 	if cmd == 0 && strings.TrimSpace(d) != "" {
-		return fmt.Errorf("diagrams/svg: path %q has no command", d)
+		return fmt.Errorf("diagrams/svg/raster: path %q has no command", d)
 	}
 	return nil
 }
@@ -303,7 +325,7 @@ func (r *rasterizer) paint(a map[string]string) error {
 	width := 1.0
 	if w, ok := a["stroke-width"]; ok {
 		if width, err = strconv.ParseFloat(w, 64); err != nil || width < 0 {
-			return fmt.Errorf("diagrams/svg: stroke-width %q", w)
+			return fmt.Errorf("diagrams/svg/raster: stroke-width %q", w)
 		}
 	}
 	if fill != nil {
@@ -346,7 +368,7 @@ func (r *rasterizer) text(a map[string]string, content string) error {
 	case "end":
 		anchor = 1
 	default:
-		return fmt.Errorf("diagrams/svg: text-anchor %q", a["text-anchor"])
+		return fmt.Errorf("diagrams/svg/raster: text-anchor %q", a["text-anchor"])
 	}
 	drawText(r.dc, content, x, y, size, bold, anchor, fill)
 	return nil
@@ -365,7 +387,7 @@ func floats(a map[string]string, names ...string) ([]float64, error) {
 	for i, n := range names {
 		f, err := strconv.ParseFloat(a[n], 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("diagrams/svg: attribute %s=%q is not a number", n, a[n])
+			return nil, fmt.Errorf("diagrams/svg/raster: attribute %s=%q is not a number", n, a[n])
 		}
 		out[i] = f
 	}
@@ -405,5 +427,5 @@ func parseColor(s string, def color.Color) (color.Color, error) {
 			return color.RGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: 0xff}, nil
 		}
 	}
-	return nil, fmt.Errorf("diagrams/svg: colour %q is not one Graphviz writes here", s)
+	return nil, fmt.Errorf("diagrams/svg/raster: colour %q is not one Graphviz writes here", s)
 }
