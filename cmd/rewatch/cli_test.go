@@ -616,9 +616,9 @@ func TestWatchClusterScopedIgnoresNamespace(t *testing.T) {
 func TestWatchCacheDirResumes(t *testing.T) {
 	srv, dir, kubeconfig := simWithConfigMaps(t, 3)
 	cache := filepath.Join(dir, "cache")
-	watch := func(until func(stdout, stderr string) bool) (stdout, summary string) {
-		w := startRun(t, "watch", "--resource", "configmaps", "--namespace", "default", "--kubeconfig", kubeconfig,
-			"--trace=json", "--cache-dir", cache)
+	watch := func(until func(stdout, stderr string) bool, flags ...string) (stdout, summary string) {
+		w := startRun(t, append([]string{"watch", "--resource", "configmaps", "--namespace", "default", "--kubeconfig", kubeconfig,
+			"--trace=json", "--cache-dir", cache}, flags...)...)
 		waitFor(t, func() bool { return until(w.out.String(), w.err.String()) })
 		if code := w.stop(t); code != exitOK {
 			t.Fatalf("exit %d, stderr %q", code, w.err.String())
@@ -626,20 +626,54 @@ func TestWatchCacheDirResumes(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(w.err.String()), "\n")
 		return w.out.String(), lines[len(lines)-1]
 	}
-	_, summary := watch(func(_, s string) bool { return strings.Contains(s, `"cause":"watch-opened"`) })
+	// Pages of two: the collection is larger than the probe's page, and the start resumes.
+	pages := []string{"--page-size", "2"}
+	_, summary := watch(func(_, s string) bool { return strings.Contains(s, `"cause":"watch-opened"`) }, pages...)
 	if !strings.Contains(summary, `"start":"listed"`) || !strings.Contains(summary, `"lists":1`) {
 		t.Fatalf("first watch's summary: %s", summary)
 	}
 	if _, err := srv.Create(sim.ConfigMaps, "default", "while-down", nil); err != nil {
 		t.Fatal(err)
 	}
-	out, summary := watch(func(out, _ string) bool { return strings.Contains(out, "while-down") })
+	out, summary := watch(func(out, _ string) bool { return strings.Contains(out, "while-down") }, pages...)
 	if !strings.Contains(summary, `"start":"resumed at rv`) {
 		t.Errorf("second watch's summary: %s", summary)
 	}
 	for _, name := range []string{"cm-0", "cm-2", "while-down"} {
 		if !strings.Contains(out, name) {
 			t.Errorf("no row for %s:\n%s", name, out)
+		}
+	}
+
+	// With the default page, the probe's page holds the whole collection: it is the state.
+	out, summary = watch(func(out, _ string) bool { return strings.Contains(out, "while-down") })
+	if !strings.Contains(summary, `"start":"listed in one page`) || !strings.Contains(summary, `"lists":1`) {
+		t.Errorf("third watch's summary: %s", summary)
+	}
+}
+
+// docs/semantics.md "Persisted cache": a cache that cannot be saved — here a --cache-dir whose
+// parent is a file — is said in the summary, with why, rather than believed persisted.
+func TestWatchSaysWhenTheCacheIsNotSaved(t *testing.T) {
+	_, dir, kubeconfig := simWithConfigMaps(t, 2)
+	parent := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(parent, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, trace := range []string{"--trace=json", "--trace=text"} {
+		w := startRun(t, "watch", "--resource", "configmaps", "--namespace", "default", "--kubeconfig", kubeconfig,
+			trace, "--cache-dir", filepath.Join(parent, "cache"))
+		waitFor(t, func() bool { return strings.Contains(w.err.String(), "watch-opened") })
+		if code := w.stop(t); code != exitOK {
+			t.Fatalf("exit %d, stderr %q", code, w.err.String())
+		}
+		stderr := w.err.String()
+		want := `"persist":{"saves":0,"failures":1,`
+		if trace == "--trace=text" {
+			want = "cache saved      FAILING since"
+		}
+		if !strings.Contains(stderr, want) || !strings.Contains(stderr, "not a directory") {
+			t.Errorf("%s: the summary does not say the cache is not saved:\n%s", trace, stderr)
 		}
 	}
 }

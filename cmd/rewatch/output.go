@@ -204,6 +204,16 @@ type summaryJSON struct {
 	ListFailing *listFailingJSON `json:"listFailing,omitempty"`
 	// Start is how the start went, with a persisted cache (--cache-dir): Stats.Start.
 	Start string `json:"start,omitempty"`
+	// Persist is how the cache's saves went (Stats.Persist), once one has ended.
+	Persist *persistJSON `json:"persist,omitempty"`
+}
+
+type persistJSON struct {
+	Saves       int        `json:"saves"`
+	LastSavedRV string     `json:"lastSavedResourceVersion,omitempty"`
+	Failures    int        `json:"failures,omitempty"`
+	Since       *time.Time `json:"failingSince,omitempty"`
+	LastError   string     `json:"lastError,omitempty"`
 }
 
 type listFailingJSON struct {
@@ -237,6 +247,13 @@ func (p *printer) summary(st rewatch.Stats) {
 		if p.persisted {
 			s.Start = st.Start.String()
 		}
+		if ps := st.Persist; ps != nil {
+			s.Persist = &persistJSON{Saves: ps.Saves, LastSavedRV: ps.LastSavedRV, Failures: ps.Failures, LastError: ps.LastError}
+			if ps.Failures > 0 {
+				since := ps.FailingSince.UTC()
+				s.Persist.Since = &since
+			}
+		}
 		p.emitJSON(s)
 		return
 	}
@@ -254,6 +271,9 @@ func (p *printer) summary(st rewatch.Stats) {
 	}
 	if p.persisted {
 		lines = append(lines, "  start            "+st.Start.String())
+	}
+	if ps := st.Persist; ps != nil {
+		lines = append(lines, "  cache saved      "+ps.String())
 	}
 	if lf := st.ListFailing; lf != nil {
 		what := "first listing"
