@@ -257,19 +257,21 @@ func TestCLIWatchPrintsWhatKubectlPrints(t *testing.T) {
 
 // `rewatch watch --cache-dir` on the real kube-apiserver (docs/semantics.md, "Persisted cache"):
 // the first watch lists and leaves a snapshot when it stops; the second, after a change made
-// while it was down, lists nothing of everything — one limit=1 read, then a watch from the
-// snapshot's resourceVersion — prints the change, and its summary says it resumed.
+// while it was down, lists nothing of everything — one limit=1 read (pages of two: the five
+// objects are more than the probe's page), then a watch from the snapshot's resourceVersion —
+// prints the change, and its summary says it resumed. A third, with the default page, takes the
+// probe's page, the whole collection, as its state: one request.
 func TestCLIWatchCacheDirResumesOnTheRealServer(t *testing.T) {
 	b := sharedReal(t)
 	e := newEnv(t, b, configMaps, 5)
 	bin := buildCLI(t)
 	kubeconfig := proxyKubeconfig(t, e.proxy.URL())
 	cache := filepath.Join(t.TempDir(), "cache")
-	watch := func(until func(stdout, stderr string) bool) (stdout, summary string) {
+	watch := func(until func(stdout, stderr string) bool, flags ...string) (stdout, summary string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, "watch", "--resource", "configmaps", "-n", e.ns, "--kubeconfig", kubeconfig,
-			"--trace=json", "--cache-dir", cache)
+		cmd := exec.CommandContext(ctx, bin, append([]string{"watch", "--resource", "configmaps", "-n", e.ns, "--kubeconfig", kubeconfig,
+			"--trace=json", "--cache-dir", cache}, flags...)...)
 		var out, errb syncbuf.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		require.NoError(t, cmd.Start())
@@ -282,8 +284,8 @@ func TestCLIWatchCacheDirResumesOnTheRealServer(t *testing.T) {
 	}
 	resourceLists := func() (full, probes int) {
 		for _, r := range e.requests(faultproxy.List) {
-			if !strings.HasSuffix(r.Path, "/configmaps") {
-				continue
+			if !strings.HasSuffix(r.Path, "/configmaps") || r.Query.Get("continue") != "" {
+				continue // a listing's later pages
 			}
 			if r.Query.Get("limit") == "1" {
 				probes++
@@ -294,7 +296,8 @@ func TestCLIWatchCacheDirResumesOnTheRealServer(t *testing.T) {
 		return full, probes
 	}
 
-	_, summary := watch(func(_, errs string) bool { return strings.Contains(errs, `"cause":"watch-opened"`) })
+	pages := []string{"--page-size", "2"}
+	_, summary := watch(func(_, errs string) bool { return strings.Contains(errs, `"cause":"watch-opened"`) }, pages...)
 	require.Contains(t, summary, `"start":"listed"`)
 	full, _ := resourceLists()
 	require.Equal(t, 1, full)
@@ -307,7 +310,7 @@ func TestCLIWatchCacheDirResumesOnTheRealServer(t *testing.T) {
 	// once a second watch has opened, the start has gone one way or the other.
 	out, summary := watch(func(out, errs string) bool {
 		return strings.Contains(out, "while-down") && strings.Count(errs, `"cause":"watch-opened"`) >= 2
-	})
+	}, pages...)
 	require.Contains(t, summary, `"start":"resumed at rv`, "the second start")
 	full, probes := resourceLists()
 	require.Equal(t, 1, full, "no LIST of everything on the second start")
@@ -316,6 +319,11 @@ func TestCLIWatchCacheDirResumesOnTheRealServer(t *testing.T) {
 		require.Contains(t, out, fmt.Sprintf("obj-%d", i), "the snapshot's objects are printed as the initial list")
 	}
 	e.report("CLI `rewatch watch --cache-dir` restarted", "resumed: no LIST of everything")
+
+	out, summary = watch(func(out, errs string) bool { return strings.Contains(errs, `"cause":"watch-opened"`) })
+	require.Contains(t, summary, `"start":"listed in one page`, "the third start")
+	require.Contains(t, summary, `"lists":1`)
+	require.Contains(t, out, "while-down")
 }
 
 // No command writes a shared, predictable path: with TMPDIR a fresh directory, `rewatch

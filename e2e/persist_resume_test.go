@@ -27,7 +27,9 @@ func TestQuietResumeCatchesUpByTheCatchUpDeadline(t *testing.T) {
 	b := sharedReal(t)
 	e := newEnv(t, b, configMaps, 5)
 	dir := filepath.Join(t.TempDir(), "cache")
-	persisted := func(c *rewatch.Config) { c.Persist = persist.Dir(dir) }
+	// Pages of two: the five objects are more than the probe's page, so the start resumes
+	// through the watch rather than take the probe's page as its state.
+	persisted := func(c *rewatch.Config) { c.Persist, c.Policy.PageSize = persist.Dir(dir), 2 }
 	e.start(persisted)
 	e.converged()
 	require.True(t, waitFor(30*time.Second, e.r.HasSynced))

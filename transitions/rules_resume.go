@@ -164,13 +164,15 @@ var resumeRules = []rule{
 // catchUpWatchTimeout is the timeoutSeconds of a watch that resumes a restored snapshot and
 // has not caught up yet. kube-apiserver's watch cache sends a watcher's bookmark about every
 // minute, and also 2 s before the watch's deadline (its cacheWatcher.nextBookmarkTime), on a
-// timer that ticks about every second: with a 5 s deadline the bookmark — at the watch cache's
-// resourceVersion, at or past the probe's — comes 2 to 4 s after the watch opened, where a
+// timer that ticks every 1–1.25 s: with a 3 s deadline the bookmark — at the watch cache's
+// resourceVersion, at or past the probe's — comes 1 to 2.25 s after the watch opened, where a
 // quiet resource would otherwise leave the store unsynced for one to two minutes (measured on
-// kube-apiserver v1.37: synced 2.6–3.2 s after the start). A deadline under 3 s would leave the
-// bookmark less than a second of margin. The watch after it asks for the usual timeout
-// (docs/semantics.md, "Persisted cache").
-const catchUpWatchTimeout = 5
+// kube-apiserver v1.37: synced 0.7–1.4 s after the start; 2.6–3.2 s with the 5 s deadline asked
+// before). Under 3 s the bookmark's time would be at or before the watcher's start, and the
+// server sends none; 3 s leaves it at least 0.75 s before the deadline, and a server that sends
+// none ends the watch at the deadline, which catches up too (caught-up-at-deadline). The watch
+// after it asks for the usual timeout (docs/semantics.md, "Persisted cache").
+const catchUpWatchTimeout = 3
 
 // Conditions of the resume rules' readings.
 
