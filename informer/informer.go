@@ -90,6 +90,15 @@ type Options struct {
 	// PersistPeriod is how often the snapshot is saved while the informer runs, besides once
 	// when it stops: default rewatch.DefaultPersistPeriod; negative: only when it stops.
 	PersistPeriod time.Duration
+	// TransformVersion names what the transform does, for the persisted cache: the snapshot
+	// holds transformed objects, so one written by another transform (or another version of
+	// this one) must not be loaded as this one's. A snapshot names the transform's function
+	// and this version; change the version whenever what the transform keeps changes. With a
+	// transform (Transform, SetTransform, a factory's WithTransform) and Persist set, it is
+	// required (but for this package's StripManagedFields, which has its own): without it the
+	// informer runs without a persisted cache and says so at error level (docs/semantics.md,
+	// "Persisted cache", "Identity").
+	TransformVersion string
 }
 
 // minimumResyncPeriod is client-go's floor for a handler's resync period.

@@ -2,7 +2,14 @@ package informer
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"reflect"
+	"runtime"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/rewatch/rewatch/persist"
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/driver"
@@ -21,6 +28,18 @@ func (i *Informer) persistence(log *slog.Logger) *driver.Persistence {
 		log.Error("persisted cache off: it needs rewatch's HTTP transport (ForClientset, NewHTTP, ForRESTConfig, package informer/factory), not a ListerWatcher",
 			"informer", i.name)
 		return nil
+	}
+	if i.transform != nil {
+		version := i.opts.TransformVersion
+		if version == "" && sameFunc(i.transform, StripManagedFields) {
+			version = stripManagedFieldsVersion
+		}
+		if version == "" {
+			log.Error("persisted cache off: the informer transforms its objects, and a snapshot another transform wrote must not be loaded as this one's: set Options.TransformVersion",
+				"informer", i.name, "transform", funcName(i.transform))
+			return nil
+		}
+		sn = transformedSnapshots{Snapshotter: sn, transform: funcName(i.transform) + "@" + version}
 	}
 	p, err := rewatch.NewPersistence(i.opts.Persist, sn, i.opts.PersistPeriod, i.opts.Clock)
 	if err != nil {
@@ -74,4 +93,33 @@ func (i *Informer) observeSync(t driver.Transition) {
 		i.setLastRV(t.Snapshot.LastRV)
 		i.markSynced()
 	}
+}
+
+// transformedSnapshots names the informer's transform in its snapshots' identity: a snapshot
+// holds transformed objects (docs/semantics.md, "Persisted cache", "Identity").
+type transformedSnapshots struct {
+	rewatch.Snapshotter
+	transform string
+}
+
+func (t transformedSnapshots) SnapshotIdentity() persist.Identity {
+	id := t.Snapshotter.SnapshotIdentity()
+	id.Transform = t.transform
+	return id
+}
+
+// stripManagedFieldsVersion is the version of this package's StripManagedFields, which needs
+// no TransformVersion: change it whenever what StripManagedFields keeps changes.
+const stripManagedFieldsVersion = "1"
+
+func sameFunc(a, b cache.TransformFunc) bool {
+	return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
+}
+
+// funcName is the name of fn's code, as the runtime knows it.
+func funcName(fn cache.TransformFunc) string {
+	if f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()); f != nil {
+		return f.Name()
+	}
+	return fmt.Sprintf("%p", fn)
 }

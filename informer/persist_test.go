@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -118,4 +119,60 @@ func TestPersistedCacheIsOffOverAListerWatcher(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "no snapshot written")
+}
+
+// docs/semantics.md "Persisted cache", "Identity": a snapshot holds transformed objects, so it
+// names the transform — its function and the caller's TransformVersion — and a snapshot written
+// by another transform, or another version of it, or without one, is not loaded. A transform
+// without a declared version turns the persisted cache off, said at error level: nothing it
+// could save says what it kept.
+func TestASnapshotNamesItsTransform(t *testing.T) {
+	strip := func(obj any) (any, error) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			c := cm.DeepCopy()
+			c.Data = nil
+			return c, nil
+		}
+		return obj, nil
+	}
+	dir := t.TempDir()
+	st := persist.Dir(dir)
+	runOnce := func(transform cache.TransformFunc, version string) (rewatch.Stats, string) {
+		logs := &syncbuf.Buffer{}
+		ft := &fakeTransport{
+			lists:   []page{{rv: "20", items: []any{cm("a", "1"), cm("b", "2")}}},
+			watches: [][]step{{}},
+		}
+		inf := informer.New(snapshottingTransport{ft}, &corev1.ConfigMap{}, informer.Options{
+			Logger: slog.New(slog.NewTextHandler(logs, nil)), Persist: st, PersistPeriod: -1,
+			Transform: transform, TransformVersion: version})
+		stop := run(t, inf)
+		require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+		stop()
+		return inf.Stats(), logs.String()
+	}
+	snapshots := func() []string {
+		files, err := filepath.Glob(filepath.Join(dir, "*.snap"))
+		require.NoError(t, err)
+		return files
+	}
+
+	_, logs := runOnce(strip, "")
+	require.Contains(t, logs, "persisted cache off")
+	require.Contains(t, logs, "level=ERROR")
+	require.Contains(t, logs, "TransformVersion")
+	require.Empty(t, snapshots(), "a transform without a version saves nothing")
+
+	st1, _ := runOnce(strip, "keys-only/1")
+	require.Equal(t, rewatch.StartListed, st1.Start.Way)
+	require.Len(t, snapshots(), 1)
+	again, _ := runOnce(strip, "keys-only/1")
+	require.NotEqual(t, rewatch.StartListed, again.Start.Way, "the same transform and version load the snapshot: %s", again.Start)
+	other, _ := runOnce(strip, "keys-only/2")
+	require.Equal(t, rewatch.StartListed, other.Start.Way, "another version of the transform finds no snapshot of its own: %s", other.Start)
+	none, _ := runOnce(nil, "")
+	require.Equal(t, rewatch.StartListed, none.Start.Way, "without the transform: %s", none.Start)
+	stripped, _ := runOnce(informer.StripManagedFields, "")
+	require.Equal(t, rewatch.StartListed, stripped.Start.Way, "StripManagedFields has a version of its own: %s", stripped.Start)
+	require.Len(t, snapshots(), 4, "a snapshot per transform and version, and one without")
 }

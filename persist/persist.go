@@ -45,14 +45,22 @@ type Identity struct {
 	// Decoder says which decoder reads the items (e.g. "typed", "unstructured", "metadata")
 	// and the codec's media type.
 	Decoder string `json:"decoder"`
+	// Shape is a fingerprint of the shape of what was saved — the Go type the decoder makes,
+	// its fields and tags — so that a build whose type gained or lost a field refuses a
+	// snapshot that would load objects without it.
+	Shape string `json:"shape"`
+	// Transform names the transform the objects went through before they were kept (the
+	// caller's name and version for it; "" for none), so that objects transformed otherwise
+	// are never served as this transform's.
+	Transform string `json:"transform"`
 }
 
 // fields lists the identity's fields by name, in a fixed order: what a refusal names.
-func (id Identity) fields() [8]struct{ name, value string } {
-	return [8]struct{ name, value string }{
+func (id Identity) fields() [10]struct{ name, value string } {
+	return [10]struct{ name, value string }{
 		{"server", id.Server}, {"group", id.Group}, {"version", id.Version}, {"resource", id.Resource},
 		{"namespace", id.Namespace}, {"labelSelector", id.LabelSelector}, {"fieldSelector", id.FieldSelector},
-		{"decoder", id.Decoder},
+		{"decoder", id.Decoder}, {"shape", id.Shape}, {"transform", id.Transform},
 	}
 }
 
@@ -71,7 +79,11 @@ func (id Identity) String() string {
 	if id.FieldSelector != "" {
 		s += " fields " + id.FieldSelector
 	}
-	return s + " at " + id.Server + " (" + id.Decoder + ")"
+	s += " at " + id.Server + " (" + id.Decoder
+	if id.Transform != "" {
+		s += ", transform " + id.Transform
+	}
+	return s + ")"
 }
 
 // Codec turns a stored object into bytes and back: the wire format the transport's decoder

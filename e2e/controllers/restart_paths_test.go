@@ -48,6 +48,7 @@ func TestResourceFactoryRestartResumesFromItsPersistedCache(t *testing.T) {
 			ns := namespace(t, b, "restart-"+kind)
 			fillConfigMaps(t, cs, ns, pathObjects)
 			opts := informer.Options{Persist: persist.Dir(t.TempDir()), Logger: slog.New(slog.DiscardHandler)}
+			opts.Policy.PageSize = pathObjects / 3 // more objects than the probe's page: the start resumes
 			p, cfg := proxied(t, b)
 			logRequestsOnFailure(t, kind, p)
 			c := startController(t, kind, cfg, ns, opts)
@@ -199,6 +200,7 @@ func TestControllerRuntimeRestartResumesFromItsPersistedCache(t *testing.T) {
 	dir := t.TempDir()
 	logs := &syncbuf.Buffer{}
 	opts := informer.Options{Persist: persist.Dir(dir), Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	opts.Policy.PageSize = pathObjects / 3 // more objects than the probe's page: the start resumes
 	p, cfg := proxied(t, b)
 	logRequestsOnFailure(t, "controller-runtime", p)
 	snapshots := func() []string {

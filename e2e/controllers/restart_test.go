@@ -184,11 +184,24 @@ func serverVersions(t *testing.T, cs kubernetes.Interface, ns string) map[string
 	return out
 }
 
-// limitOneReads counts the LISTs of one item, the consistent read a resume makes first.
+// limitOneReads counts the consistent LISTs of one item, the probe a resume makes first.
 func limitOneReads(p *faultproxy.Proxy) int {
 	n := 0
 	for _, r := range p.Requests() {
-		if r.Kind == faultproxy.List && r.Query.Get("limit") == "1" {
+		if r.Kind == faultproxy.List && r.Query.Get("limit") == "1" && r.Query.Get("resourceVersionMatch") != "Exact" {
+			n++
+		}
+	}
+	return n
+}
+
+// verifications counts the LISTs of one item at the snapshot's resourceVersion (Exact) that
+// prove its history when the probe's item changed after it (docs/semantics.md, "Persisted
+// cache").
+func verifications(p *faultproxy.Proxy) int {
+	n := 0
+	for _, r := range p.Requests() {
+		if r.Kind == faultproxy.List && r.Query.Get("limit") == "1" && r.Query.Get("resourceVersionMatch") == "Exact" {
 			n++
 		}
 	}
@@ -242,6 +255,9 @@ func TestControllerRestartResumesFromItsPersistedCache(t *testing.T) {
 	require.Equal(t, want, rw.atSync, "rewatch's cache at HasSynced is not the server's state")
 	require.Zero(t, fullStateTransfers(rp), "rewatch's restart transferred the whole state")
 	require.Equal(t, 1, limitOneReads(rp), "one consistent limit=1 read")
+	// cm-0 was deleted and cm-1 changed while down: the probe's item, cm-1, says nothing of the
+	// snapshot's history, and cm-0 as it was at the snapshot's resourceVersion does.
+	require.Equal(t, 1, verifications(rp), "one limit=1 read at the snapshot's resourceVersion")
 	require.Equal(t, rewatch.StartResumed, rw.stats().Way, "%s", rw.stats())
 	require.Equal(t, 1, fullStateTransfers(cp), "client-go's restart (the baseline) is one LIST or watch-list of everything")
 	require.Equal(t, want, cg.atSync)
@@ -410,7 +426,11 @@ func TestControllerRestartDropsASnapshotAheadOfTheServer(t *testing.T) {
 	fillConfigMaps(t, cs, ns, 50)
 	dir := t.TempDir()
 	p, cfg := proxied(t, b)
-	c := startController(t, "rewatch", cfg, ns, informer.Options{Persist: persist.Dir(dir), Logger: slog.New(slog.DiscardHandler)})
+	// Pages of ten: the 50 objects are more than the probe's page, whose answer is then the
+	// consistent read the snapshot is measured against, not the state itself.
+	opts := informer.Options{Persist: persist.Dir(dir), Logger: slog.New(slog.DiscardHandler)}
+	opts.Policy.PageSize = 10
+	c := startController(t, "rewatch", cfg, ns, opts)
 	c.waitSynced(t)
 	c.shutdown()
 
@@ -427,7 +447,7 @@ func TestControllerRestartDropsASnapshotAheadOfTheServer(t *testing.T) {
 	want := serverVersions(t, cs, ns)
 	p.Reset()
 
-	c = startController(t, "rewatch", cfg, ns, informer.Options{Persist: st, Logger: slog.New(slog.DiscardHandler)})
+	c = startController(t, "rewatch", cfg, ns, opts)
 	c.waitSynced(t)
 	require.Equal(t, want, c.atSync)
 	require.NotContains(t, c.atSync, ns+"/ghost")

@@ -61,15 +61,30 @@ func (t *Transport) SnapshotCodec() (persist.Codec, error) {
 }
 
 // SnapshotIdentity is what this transport watches, as a snapshot names it: the server URL,
-// the resource with its namespace and selectors, and the decoder with the media type its
-// snapshot codec writes (and "metadata-only" when it asks for metadata only).
+// the resource with its namespace and selectors, the decoder with the media type its
+// snapshot codec writes (and "metadata-only" when it asks for metadata only), and the shape of
+// what the decoder makes (the Go type of a typed object, PartialObjectMetadata's; an
+// unstructured object keeps every field the server sent, and a caller's decoder is named by
+// its type and media type, which its author versions).
 func (t *Transport) SnapshotIdentity() persist.Identity {
 	r := t.cfg.Resource
 	return persist.Identity{
 		Server: trimSlash(t.cfg.Server), Group: r.Group, Version: r.Version, Resource: r.Resource,
 		Namespace: r.Namespace, LabelSelector: r.LabelSelector, FieldSelector: r.FieldSelector,
-		Decoder: t.snapshotDecoderName(),
+		Decoder: t.snapshotDecoderName(), Shape: t.snapshotShape(),
 	}
+}
+
+func (t *Transport) snapshotShape() string {
+	switch d := t.cfg.Decoder.(type) {
+	case typedDecoder:
+		return typedShape(d.scheme, t.cfg.Resource)
+	case metadataDecoder:
+		return metadataShape
+	case unstructuredDecoder:
+		return "unstructured"
+	}
+	return "" // the decoder's name and media type say it
 }
 
 func (t *Transport) snapshotDecoderName() string {

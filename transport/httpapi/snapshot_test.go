@@ -2,9 +2,11 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"testing"
@@ -325,8 +327,12 @@ func TestACallersDecoderNeedsAnObjectEncoder(t *testing.T) {
 func TestSnapshotIdentityIsWhatTheTransportWatches(t *testing.T) {
 	r := httpapi.Resource{Group: "apps", Version: "v1", Resource: "deployments", Namespace: "prod", LabelSelector: "app=web", FieldSelector: "metadata.name!=x"}
 	id := transportWith(t, httpapi.Typed(scheme.Scheme), r).SnapshotIdentity()
+	assert.Regexp(t, `^\*?v1\.Deployment@[0-9a-f]{16}$`, id.Shape, "the shape of the Go type deployments decode into")
+	id.Shape = ""
 	assert.Equal(t, persist.Identity{Server: "https://10.0.0.1:6443/prefix", Group: "apps", Version: "v1", Resource: "deployments",
 		Namespace: "prod", LabelSelector: "app=web", FieldSelector: "metadata.name!=x", Decoder: "typed application/vnd.kubernetes.protobuf"}, id)
+	assert.Equal(t, "unstructured", transportWith(t, httpapi.Unstructured(), r).SnapshotIdentity().Shape)
+	assert.Regexp(t, `^v1\.PartialObjectMetadata@`, transportWith(t, httpapi.Metadata(), r).SnapshotIdentity().Shape)
 
 	assert.Equal(t, "metadata application/vnd.kubernetes.protobuf", transportWith(t, httpapi.Metadata(), r).SnapshotIdentity().Decoder)
 	assert.Equal(t, "unstructured application/cbor", transportWith(t, httpapi.Unstructured(), r).SnapshotIdentity().Decoder)
@@ -391,3 +397,73 @@ func TestSnapshotCodecsAppend(t *testing.T) {
 		assert.Equal(t, append([]byte("prefix"), whole...), got, "%T", codec)
 	}
 }
+
+// docs/semantics.md "Persisted cache", "Identity": a snapshot names the shape of the Go type it
+// holds. A build whose type gained a field — every k8s.io/api or CRD types bump — has another
+// shape, and refuses the snapshot the build before it wrote, naming the shape, rather than load
+// objects without the field and serve them as synced until each changes.
+func TestASnapshotOfAnotherShapeIsRefused(t *testing.T) {
+	gv := schema.GroupVersion{Group: "demo.rewatch.dev", Version: "v1"}
+	schemeOf := func(obj runtime.Object) *runtime.Scheme {
+		s := runtime.NewScheme()
+		s.AddKnownTypeWithName(gv.WithKind("Widget"), obj)
+		return s
+	}
+	r := httpapi.Resource{Group: gv.Group, Version: gv.Version, Resource: "widgets"}
+	before := transportWith(t, httpapi.Typed(schemeOf(&widgetV1{})), r).SnapshotIdentity()
+	after := transportWith(t, httpapi.Typed(schemeOf(&widgetV2{})), r).SnapshotIdentity()
+	require.NotEqual(t, before.Shape, after.Shape)
+	again := transportWith(t, httpapi.Typed(schemeOf(&widgetV1{})), r).SnapshotIdentity()
+	require.Equal(t, before, again, "one build, one shape")
+
+	dir := persist.Dir(t.TempDir())
+	_, err := persist.Save(t.Context(), dir, before, textCodecForTest{}, "7", []any{"a"}, time.Now())
+	require.NoError(t, err)
+	// The file is named after the whole identity, so the upgraded build finds nothing to load;
+	// the old file read for the new identity is refused, naming the shape.
+	_, err = persist.Load(t.Context(), dir, after, textCodecForTest{})
+	require.ErrorIs(t, err, persist.ErrNotFound)
+	st := renamedStore{Store: dir, from: after, to: before}
+	_, err = persist.Load(t.Context(), st, after, textCodecForTest{})
+	var refused *persist.Refused
+	require.ErrorAs(t, err, &refused)
+	require.Contains(t, refused.Reason, "another identity: shape")
+}
+
+// renamedStore opens the snapshot of to when asked for from's.
+type renamedStore struct {
+	persist.Store
+	from, to persist.Identity
+}
+
+func (s renamedStore) Open(ctx context.Context, id persist.Identity) (io.ReadCloser, error) {
+	if id == s.from {
+		id = s.to
+	}
+	return s.Store.Open(ctx, id)
+}
+
+// textCodecForTest keeps strings.
+type textCodecForTest struct{}
+
+func (textCodecForTest) MediaType() string              { return "text/plain" }
+func (textCodecForTest) Encode(obj any) ([]byte, error) { return []byte(obj.(string)), nil }
+func (textCodecForTest) Decode(raw []byte) (any, error) { return string(raw), nil }
+
+// widgetV1 and widgetV2 are one custom resource's Go type in two builds: the second gained a
+// field.
+type widgetV1 struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Size              int `json:"size"`
+}
+
+type widgetV2 struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Size              int    `json:"size"`
+	Color             string `json:"color,omitempty"`
+}
+
+func (w *widgetV1) DeepCopyObject() runtime.Object { c := *w; return &c }
+func (w *widgetV2) DeepCopyObject() runtime.Object { c := *w; return &c }
