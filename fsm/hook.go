@@ -36,4 +36,8 @@ func Hooks() []Hook {
 // AskHistory is when the machine last asked each hook, for the rules that ask at most so often.
 type AskHistory struct {
 	Last [numHooks]time.Time `json:"last,omitzero"`
+	// Request is the id of the last question asked: while it is the request in flight, the
+	// machine waits for the caller, and no deadline of a watch's may cut the caller short (a
+	// credentials refresh through an exec plugin or OIDC takes seconds).
+	Request uint64 `json:"request,omitempty"`
 }

@@ -17,7 +17,7 @@ import (
 // was last asked is noted (Snapshot.Asked), for rules that ask at most so often.
 func (m *Machine) ask(s *fsm.Snapshot, h fsm.Hook, now time.Time, out *[]fsm.Command) {
 	s.Request = m.nextID(s)
-	s.Asked.Last[h] = now
+	s.Asked.Last[h], s.Asked.Request = now, s.Request
 	emit(out, fsm.Command{Kind: fsm.CmdAsk, Request: s.Request, Hook: h})
 }
 

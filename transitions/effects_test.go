@@ -323,6 +323,21 @@ func rowCases() map[fsm.Transition]rowCase {
 			e.Hook = fsm.HookRefreshCredentials
 			return e
 		}, want: []fsm.CommandKind{watch}}
+	// A listing refused with 401 asks too, synced or not, and the answer lists again.
+	answer := func(p *play) fsm.Event {
+		e := p.event(fsm.EvAnswer)
+		e.Hook = fsm.HookRefreshCredentials
+		return e
+	}
+	listRefused := failing(fsm.EvListFailed, httpBare(401))
+	cases[row(fsm.Listing, fsm.CauseListRefreshCredentials)] = rowCase{cfg: refreshing,
+		setup: func(p *play) { p.step(plain(fsm.EvStart)(p)) }, event: listRefused, want: []fsm.CommandKind{fsm.CmdAsk}}
+	cases[row(fsm.Relisting, fsm.CauseListRefreshCredentials)] = rowCase{cfg: refreshing,
+		setup: relisting, event: listRefused, want: []fsm.CommandKind{fsm.CmdAsk}}
+	cases[row(fsm.Listing, fsm.CauseCredentialsRefreshed)] = rowCase{cfg: refreshing,
+		setup: func(p *play) { p.step(plain(fsm.EvStart)(p)); p.step(listRefused(p)) }, event: answer, want: []fsm.CommandKind{list}}
+	cases[row(fsm.Relisting, fsm.CauseCredentialsRefreshed)] = rowCase{cfg: refreshing,
+		setup: func(p *play) { relisting(p); p.step(listRefused(p)) }, event: answer, want: []fsm.CommandKind{list}}
 	cases[row(fsm.Watching, fsm.CauseRelistDeferred)] = rowCase{
 		setup: func(p *play) { opened(p); p.m.relistRules = []relistRule{holdRelistsUntil(p.now.Add(time.Minute))} },
 		event: failing(fsm.EvWatchError, httpBare(410)), want: []fsm.CommandKind{cancel, arm}}

@@ -113,6 +113,25 @@ var listRules = []rule{
 		},
 	},
 	{
+		// A listing refused with 401 asks the caller to refresh the credentials, as a watch's
+		// 401 does (refresh-credentials), at most once a minute: credentials that expire while
+		// the reflector relists — or a refresh that failed once — would otherwise be sent again
+		// at every backoff step while the store it serves never moves (docs/semantics.md,
+		// "credentials expired"). When the caller has answered, the listing starts again.
+		cause: fsm.CauseListRefreshCredentials, label: "LIST 401 → ask to refresh credentials (once a minute)", retry: true,
+		reads: []reading{
+			on(answersList, fsm.EvListFailed).class(fsm.ClassRejected).when(listRefreshHelps),
+			on(answersProbe, fsm.EvListFailed).class(fsm.ClassRejected).when(listRefreshHelps),
+			on(answersStream, fsm.EvWatchOpenFailed, fsm.EvWatchError).class(fsm.ClassRejected).when(listRefreshHelps),
+		},
+		rows: []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			m.listBrokeOff(s, &e, &out, false)
+			m.ask(s, fsm.HookRefreshCredentials, e.Now, &out)
+			return out
+		},
+	},
+	{
 		// A misspelt resource or a bad selector: retried like any failure, but a cause of its
 		// own so that it is logged as a warning (docs/semantics.md, "LIST fails: 401 / 403 /
 		// 404 / other"). A continuation page the server refused (400: a token it cannot read)
@@ -120,9 +139,9 @@ var listRules = []rule{
 		// from page 1 after the wait, as client-go's does.
 		cause: fsm.CauseListRejected, label: "LIST refused (401/403/404/other 4xx) → backoff, warn", retry: true,
 		reads: []reading{
-			on(answersList, fsm.EvListFailed).class(fsm.ClassRejected),
-			on(answersProbe, fsm.EvListFailed).class(fsm.ClassRejected).when(not(verificationRefused)),
-			on(answersStream, fsm.EvWatchOpenFailed).class(fsm.ClassRejected).when(watchListRefused),
+			on(answersList, fsm.EvListFailed).class(fsm.ClassRejected).when(not(listRefreshHelps)),
+			on(answersProbe, fsm.EvListFailed).class(fsm.ClassRejected).when(and(not(verificationRefused), not(listRefreshHelps))),
+			on(answersStream, fsm.EvWatchOpenFailed).class(fsm.ClassRejected).when(and(watchListRefused, not(listRefreshHelps))),
 		},
 		rows: []fsm.Transition{waits(fsm.Listing, fsm.Listing), waits(fsm.Relisting, fsm.Relisting)},
 		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
@@ -306,6 +325,18 @@ func wholeListRefused(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 
 func not(cond func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool) func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 	return func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool { return !cond(m, s, e) }
+}
+
+func and(a, b func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool) func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool { return a(m, s, e) && b(m, s, e) }
+}
+
+// listRefreshHelps: a listing refused with 401, with a caller that refreshes credentials not
+// asked within the last minute. Unlike a watch's 401 it needs no synced store: credentials that
+// were never accepted may be refreshed too.
+func listRefreshHelps(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return m.cfg.CredentialsRefresh && apierrors.IsUnauthorized(statusError(e.Failure)) &&
+		!askedWithin(s, fsm.HookRefreshCredentials, e.Now, credentialsRefreshEvery)
 }
 
 // watchListRefused: a watch-list answered 401 or 403 by a server that has served one: a

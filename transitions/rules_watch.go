@@ -192,12 +192,20 @@ var watchRules = []rule{
 	},
 	{
 		// The caller has refreshed the credentials, or failed to (its error is logged): the
-		// watch is re-opened at once from the last RV.
-		cause: fsm.CauseCredentialsRefreshed, label: "credentials refreshed → re-WATCH from last RV",
+		// request they were refused for goes out again at once — the watch from the last RV,
+		// or the listing (list-refresh-credentials) from its start.
+		cause: fsm.CauseCredentialsRefreshed, label: "credentials refreshed → the refused request again",
 		reads: []reading{answered(fsm.HookRefreshCredentials)},
-		rows:  []fsm.Transition{stays(fsm.Watching)},
+		rows:  []fsm.Transition{stays(fsm.Watching), stays(fsm.Listing), stays(fsm.Relisting)},
 		effect: func(m *Machine, s *fsm.Snapshot, _ fsm.Event, out []fsm.Command) []fsm.Command {
-			m.openWatch(s, &out)
+			switch {
+			case s.State == fsm.Watching:
+				m.openWatch(s, &out)
+			case s.Resume.Probing:
+				m.probe(s, &out)
+			default:
+				m.startListing(s, &out)
+			}
 			return out
 		},
 	},

@@ -98,12 +98,13 @@ func (m *Machine) watchSilent(s *fsm.Snapshot, out *[]fsm.Command) {
 }
 
 // keepDeadline runs after every transition: it keeps the deadline of the watch in flight
-// armed while the silence rule bounds it, and disarms it otherwise. A new watch's silence
-// runs from the moment it was asked for. The hot path — a frame on a watch whose deadline is
+// armed while the silence rule bounds it, and disarms it otherwise — while the caller is asked
+// a question (a credentials refresh) there is no watch in flight, and nothing to cut short. A
+// new watch's silence runs from the moment it was asked for. The hot path — a frame on a watch whose deadline is
 // armed — costs a few comparisons.
 func (m *Machine) keepDeadline(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
 	w := &s.Watch.Silence
-	if row.To != fsm.Watching || s.Request == 0 || s.List.Streaming {
+	if row.To != fsm.Watching || s.Request == 0 || s.List.Streaming || s.Request == s.Asked.Request {
 		if w.Timer != 0 && row.To != fsm.Backoff && row.To != fsm.Stopped {
 			// Backoff's timer replaces the deadline in the driver, and a stop disarms it.
 			emit(out, fsm.Command{Kind: fsm.CmdCancelTimer, Timer: w.Timer})
