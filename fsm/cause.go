@@ -39,6 +39,7 @@ const (
 	CauseVerifySnapshot
 	CauseSnapshotUnverifiable
 	CauseListRefreshCredentials
+	CauseListStalled
 
 	// Watching.
 	CauseWatchOpened
@@ -115,6 +116,7 @@ var causeIDs = [numCauses]causeName{
 	CauseVerifySnapshot:         {ID: "verify-snapshot"},
 	CauseSnapshotUnverifiable:   {ID: "snapshot-unverifiable"},
 	CauseListRefreshCredentials: {ID: "list-refresh-credentials"},
+	CauseListStalled:            {ID: "list-stalled"},
 
 	CauseWatchOpened: {ID: "watch-opened"},
 	CauseWatchEvent:  {ID: "watch-event"},

@@ -121,10 +121,13 @@ const (
 	OtherTransport
 	// TooLarge: the response was larger than the client takes (a LIST body past MaxListBytes).
 	TooLarge
+	// Stalled: the response stopped coming — its headers, or the rest of its body — for longer
+	// than the client's progress bound, with the connection held open.
+	Stalled
 )
 
 var transportNames = enumNames[Transport]{typ: "Transport", kind: "transport",
-	names: []string{"", "refused", "reset", "eof", "timeout", "decode", "other", "too-large"}}
+	names: []string{"", "refused", "reset", "eof", "timeout", "decode", "other", "too-large", "stalled"}}
 
 func (t Transport) String() string                { return transportNames.String(t) }
 func (t Transport) MarshalText() ([]byte, error)  { return transportNames.MarshalText(t) }

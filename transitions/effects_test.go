@@ -213,6 +213,8 @@ func rowCases() map[fsm.Transition]rowCase {
 			event: plain(fsm.EvWatchEnded), want: []fsm.CommandKind{discard, arm}}
 		cases[row(from, fsm.CauseWholeListRefused)] = rowCase{setup: setup,
 			event: failing(fsm.EvListFailed, &fsm.Failure{Transport: fsm.TooLarge}), want: []fsm.CommandKind{list}}
+		cases[row(from, fsm.CauseListStalled)] = rowCase{setup: setup,
+			event: failing(fsm.EvListFailed, &fsm.Failure{Transport: fsm.Stalled}), want: []fsm.CommandKind{arm}}
 		cases[row(from, fsm.CausePageTooLarge)] = rowCase{setup: func(p *play) { setup(p); p.page("", "c1") },
 			event: failing(fsm.EvListFailed, &fsm.Failure{Transport: fsm.TooLarge}), want: []fsm.CommandKind{list}}
 		cases[row(from, fsm.CauseStop)] = rowCase{setup: setup,

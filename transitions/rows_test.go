@@ -55,6 +55,8 @@ func TestWaitDestinations(t *testing.T) {
 		{fsm.Listing, fsm.CauseListFailed, fsm.Listing, fsm.CauseRetryList},
 		{fsm.Listing, fsm.CauseListRejected, fsm.Listing, fsm.CauseRetryList},
 		{fsm.Listing, fsm.CauseInitialTransferCut, fsm.Listing, fsm.CauseRetryList},
+		{fsm.Listing, fsm.CauseListStalled, fsm.Listing, fsm.CauseRetryList},
+		{fsm.Relisting, fsm.CauseListStalled, fsm.Relisting, fsm.CauseRetryRelist},
 		{fsm.Relisting, fsm.CauseListFailed, fsm.Relisting, fsm.CauseRetryRelist},
 		{fsm.Relisting, fsm.CauseListRejected, fsm.Relisting, fsm.CauseRetryRelist},
 		{fsm.Relisting, fsm.CauseInitialTransferCut, fsm.Relisting, fsm.CauseRetryRelist},

@@ -258,6 +258,23 @@ var listRules = []rule{
 		},
 	},
 	{
+		// A LIST whose response stopped coming, its connection held open — a balancer or a
+		// node hanging mid response — was cancelled by the transport's progress bound: it is
+		// asked again after the wait of a failed LIST, where it broke off (a continuation page
+		// with its token), and a whole list in pages from then on: a smaller answer is less to
+		// lose to the next stall (docs/semantics.md, "A response that stops halfway").
+		cause: fsm.CauseListStalled, label: "LIST response stalled → cancelled, pages, backoff", retry: true,
+		reads: []reading{on(answersList, fsm.EvListFailed).class(fsm.ClassTransport).when(responseStalled)},
+		rows:  []fsm.Transition{waits(fsm.Listing, fsm.Listing), waits(fsm.Relisting, fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			if s.List.Whole && m.cfg.PageSize > 0 {
+				s.Server.WholeListsFail = true
+			}
+			m.listBrokeOff(s, &e, &out, s.List.Continuing)
+			return out
+		},
+	},
+	{
 		// A page with a limit that came back larger than MaxListBytes: asked again with the
 		// same limit it would fail the same way at every backoff step, while smaller pages would
 		// fit. The same page again at once with half the limit, which later LISTs keep
@@ -270,6 +287,10 @@ var listRules = []rule{
 			return out
 		},
 	},
+}
+
+func responseStalled(_ *Machine, _ *fsm.Snapshot, e fsm.Event) bool {
+	return e.Failure != nil && e.Failure.Transport == fsm.Stalled
 }
 
 func pageTooLarge(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {

@@ -28,6 +28,8 @@ func Classify(err error) fsm.Transport {
 		return fsm.NoTransportError
 	case errors.As(err, &de):
 		return fsm.Decode
+	case errors.Is(err, ErrStalled):
+		return fsm.Stalled
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fsm.Refused
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed):

@@ -421,6 +421,13 @@ func relayBody(ctx context.Context, w http.ResponseWriter, resp *http.Response, 
 		f.deliver()
 		<-ctx.Done()
 		return
+	case actStallMidBody:
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		_, _ = w.Write(b[:len(b)/2])
+		flush(w)
+		f.deliver()
+		<-ctx.Done()
+		return
 	}
 	buf := make([]byte, 32*1024)
 	for {

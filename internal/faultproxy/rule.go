@@ -20,6 +20,7 @@ const (
 	actStall
 	actCorruptContinue
 	actPark
+	actStallMidBody
 )
 
 // Fault is what happens to a request a Rule matches. Build one with Respond,
@@ -69,6 +70,11 @@ func Refuse() Fault { return Fault{act: actRefuse} }
 // headers. The stalled request ends only when the client gives up or the
 // proxy closes.
 func Stall() Fault { return Fault{act: actStall} }
+
+// StallMidBody relays the first half of a response's body, then stops relaying without closing
+// anything: a balancer or a node hanging in the middle of a LIST response. The request ends
+// only when the client gives up or the proxy closes.
+func StallMidBody() Fault { return Fault{act: actStallMidBody} }
 
 // CorruptContinue forwards a LIST continuation page with its continue
 // token replaced by one no server can read, so the server itself answers
@@ -132,6 +138,8 @@ func (f Fault) String() string {
 		return "corrupt continue token"
 	case actPark:
 		return "park"
+	case actStallMidBody:
+		return "stall mid-body"
 	}
 	return ""
 }

@@ -52,6 +52,14 @@ type Config struct {
 	// as a timeout. Watches are not bounded by it: they have their own timeoutSeconds and
 	// silence bounds (docs/semantics.md, "Requests").
 	RequestTimeout time.Duration
+	// ListHeadersTimeout bounds how long a LIST waits for its response headers, and
+	// ListProgressTimeout how long it waits for more of its body once it has begun: a response
+	// that stops coming with the connection held open (a balancer or a node hanging mid
+	// response) is cancelled and the LIST fails as fsm.Stalled, retried as a failed LIST
+	// (docs/semantics.md, "A response that stops halfway"). Only time spent waiting on the
+	// server counts: a body read slowly because the store is slow is not stalled. Defaults
+	// DefaultListHeadersTimeout and DefaultListProgressTimeout; negative: no bound.
+	ListHeadersTimeout, ListProgressTimeout time.Duration
 	// WarningHandler, when set, is given each Warning header of every response (code, agent and
 	// text, as apimachinery parses them), as client-go's REST client gives them to its
 	// rest.WarningHandlerWithContext, which is one.
@@ -77,6 +85,16 @@ const (
 	DefaultMaxFrameBytes = 16 << 20
 	DefaultMaxListBytes  = 2 << 30
 	DefaultUserAgent     = "rewatch"
+	// DefaultListHeadersTimeout is kube-apiserver's --request-timeout (60 s by default), within
+	// which it answers every non-watch request — a 504 if it could not build the answer — and a
+	// margin for the round trip: a LIST with no headers past it has no server behind it.
+	DefaultListHeadersTimeout = 70 * time.Second
+	// DefaultListProgressTimeout is half that request timeout. kube-apiserver writes a LIST's
+	// body from memory once it has begun (its watch cache, or the etcd range it has read), as
+	// fast as the connection takes it, and ends the request within its request timeout: a body
+	// that has not moved for half of it is not being written, and waiting the whole timeout
+	// would leave nothing of it for the LIST asked again.
+	DefaultListProgressTimeout = 30 * time.Second
 )
 
 // Validate reports everything wrong with c at once.
@@ -145,6 +163,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.UserAgent == "" && !c.ClientUserAgent {
 		c.UserAgent = DefaultUserAgent
+	}
+	if c.ListHeadersTimeout == 0 {
+		c.ListHeadersTimeout = DefaultListHeadersTimeout
+	}
+	if c.ListProgressTimeout == 0 {
+		c.ListProgressTimeout = DefaultListProgressTimeout
 	}
 	if c.Clock == nil {
 		c.Clock = clockx.Real()

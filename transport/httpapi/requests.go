@@ -106,15 +106,27 @@ func (t *Transport) list(ctx context.Context, c *fsm.Command, held func(namespac
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	resp, err := t.get(ctx, c)
-	if err != nil {
+	ctx, guard, stopGuard := transport.WithProgress(ctx, t.cfg.Clock)
+	defer stopGuard()
+	// A response that stops coming, its connection held open, is cancelled and reported as
+	// such (docs/semantics.md, "A response that stops halfway").
+	stalled := func(err error) fsm.Event {
+		if st, ok := transport.Stalled(ctx); ok {
+			return failed(&fsm.Failure{Transport: fsm.Stalled, Message: st.Error(), Cause: st})
+		}
 		return failed(transport.Failure(err))
+	}
+	guard.Wait("the LIST response's headers", t.cfg.ListHeadersTimeout)
+	resp, err := t.get(ctx, c)
+	guard.Done()
+	if err != nil {
+		return stalled(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return failed(failureFromResponse(resp, t.cfg.Clock.Now()))
 	}
-	body := &listBody{r: resp.Body, max: t.cfg.MaxListBytes}
+	body := &listBody{r: guard.Reader(resp.Body, "the LIST response's body", t.cfg.ListProgressTimeout), max: t.cfg.MaxListBytes}
 	var h *wire.Held
 	if held != nil {
 		h = &wire.Held{Versions: held, Kept: func(key, rv string) error { return item(nil, key, rv) }}
@@ -139,7 +151,7 @@ func (t *Transport) list(ctx context.Context, c *fsm.Command, held func(namespac
 		// (docs/semantics.md, "A list that cannot be served whole").
 		return failed(&fsm.Failure{Transport: fsm.TooLarge, Message: fmt.Sprintf("LIST response exceeds MaxListBytes (%d bytes)", t.cfg.MaxListBytes)})
 	case body.err != nil:
-		return failed(transport.Failure(body.err))
+		return stalled(body.err)
 	}
 	return failed(transport.Failure(&fsm.DecodeError{Err: fmt.Errorf("LIST response: %w", err)}))
 }
