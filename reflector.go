@@ -178,7 +178,7 @@ func (r *Reflector) Run(ctx context.Context) (err error) {
 		if r.cfg.OnTransition != nil {
 			r.cfg.OnTransition(t)
 		}
-		if h := r.cfg.WatchErrorHandler; h != nil && t.Event.Failure != nil && t.Cause != fsm.NoCause {
+		if h := r.cfg.WatchErrorHandler; h != nil && t.Event.Failure != nil && transitions.Reported(t.Cause) {
 			h(ctx, t.Event.Failure.Err())
 		}
 	}))

@@ -28,6 +28,12 @@ func NewSharedIndexInformer(lw cache.ListerWatcher, example runtime.Object, resy
 	return WithOptions(Options{})(lw, example, resync, indexers)
 }
 
+// NewSharedInformer is client-go's cache.NewSharedInformer with rewatch's informer:
+// NewSharedIndexInformer without indexers. The SharedInformer it returns is an *Informer.
+func NewSharedInformer(lw cache.ListerWatcher, example runtime.Object, resync time.Duration) cache.SharedInformer {
+	return NewSharedIndexInformer(lw, example, resync, cache.Indexers{})
+}
+
 // NewSharedIndexInformerWithOptions is client-go's cache.NewSharedIndexInformerWithOptions with
 // rewatch's informer, as NewSharedIndexInformer: options' Identifier and
 // InformerMetricsProvider name it for client-go's informer metrics (Options.Identifier), and

@@ -20,7 +20,6 @@ import (
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/driver"
-	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/journal"
 	"github.com/rewatch/rewatch/persist"
 	"github.com/rewatch/rewatch/transitions"
@@ -108,12 +107,18 @@ type Informer struct {
 	// mu orders every change of the indexer with the sequence number of the notification it
 	// causes, and with the snapshot a handler added at that moment is given, so that the
 	// handler sees each change exactly once. The store path holds it for the indexer's change
-	// and an append to the processor's queue; the fan-out to handlers is the processor's.
-	mu           sync.Mutex
+	// and an append to the processor's queue; the fan-out to handlers is the processor's. A
+	// handler being added holds it for reading only, so that handlers added at once neither
+	// wait for one another nor queue ahead of the store path, which waits only for those under
+	// way (a writer waiting keeps new readers out).
+	mu           sync.RWMutex
 	processor    *processor
 	transform    cache.TransformFunc
 	errorHandler cache.WatchErrorHandlerWithContext
 	resyncWake   chan struct{}
+	// resyncDeadline is when the resync loop next wakes by itself, in Unix nanoseconds on the
+	// informer's clock; 0 while it scans the handlers, or sleeps until it is woken.
+	resyncDeadline atomic.Int64
 
 	started, stopped, synced atomic.Bool
 	// filled is true once the indexer holds a full state, listed or restored from a persisted
@@ -278,18 +283,23 @@ func (i *Informer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o ca
 	}
 	resync := resyncClock{period: period, next: i.opts.Clock.Now().Add(period)}
 	// The reflector waits while the indexer is copied (pointers, not objects) and the
-	// listener registered; the replay itself is the listener's, on its own goroutine.
-	i.mu.Lock()
+	// listener registered; the replay itself is the listener's, on its own goroutine. Reading
+	// under mu is enough: the indexer and the sequence number change under it only for writing,
+	// and the processor takes joining listeners under a lock of its own (join).
+	i.mu.RLock()
 	if i.stopped.Load() {
-		i.mu.Unlock()
+		i.mu.RUnlock()
 		// client-go's wording, which callers match on.
 		return nil, fmt.Errorf("handler %v was not added to shared informer because it has stopped already", h)
 	}
 	l := newListener(i, h, logger, resync, i.processor.seq+1, i.indexer.List())
-	i.processor.add(l)
-	i.mu.Unlock()
+	i.processor.join(l)
+	i.mu.RUnlock()
+	i.processor.settle()
 	l.maybeSynced()
-	i.wakeResync()
+	if period > 0 {
+		i.wakeResyncBefore(resync.next)
+	}
 	return &registration{l: l, informer: i}, nil
 }
 
@@ -491,7 +501,7 @@ func (i *Informer) shutdown() {
 
 func (i *Informer) observe(ctx context.Context, t driver.Transition) {
 	i.setLastRV(t.Snapshot.LastRV)
-	if t.Event.Failure != nil && t.Cause != fsm.NoCause && i.errorHandler != nil {
+	if t.Event.Failure != nil && transitions.Reported(t.Cause) && i.errorHandler != nil {
 		i.errorHandler(ctx, i.placeholder, t.Event.Failure.Err())
 	}
 }
