@@ -143,6 +143,10 @@ type Informer struct {
 	rvMu   sync.RWMutex
 	lastRV string
 
+	// runNote, when set, is said once the informer runs, to the logger it runs with: how it
+	// was built, where that is worth knowing (ForRESTConfig's informer over the ListerWatcher).
+	runNote string
+
 	stats *rewatch.StatsObserver
 	// metered is whether client-go's informer metrics are reported (Options.Identifier);
 	// processing times each change the store path applies.
@@ -371,9 +375,16 @@ func (i *Informer) SetTransform(handler cache.TransformFunc) error {
 }
 
 // beforeRun applies set unless the informer has started, as client-go allows these settings.
+// An informer that cannot run refuses them with the reason it cannot: the caller that sets
+// them as it builds the informer (controller-runtime's cache sets the transform and the
+// watch-error handler of each informer it makes) hears of it there, not only in the log once
+// it runs.
 func (i *Informer) beforeRun(set func()) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if i.constructErr != nil {
+		return i.constructErr
+	}
 	if i.started.Load() {
 		return fmt.Errorf("informer %s has already started", i.name)
 	}
@@ -418,6 +429,9 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	if i.constructErr != nil {
 		log.Error("informer cannot run", "informer", i.name, "err", i.constructErr)
 		return
+	}
+	if i.runNote != "" {
+		log.Info(i.runNote, "informer", i.name)
 	}
 	observers := []driver.Observer{driver.ObserverFunc(i.observeSync), i.stats, driver.ObserverFunc(func(t driver.Transition) { i.observe(ctx, t) })}
 	if i.opts.Journal != nil {
