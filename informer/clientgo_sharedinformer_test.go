@@ -54,7 +54,7 @@ func pod(name string) *corev1.Pod {
 
 // settle is how long a test watches for notifications it must not get, once the ones it must
 // get have come.
-const settle = 500 * time.Millisecond
+const settle = 200 * time.Millisecond
 
 // received is a handler that notes the names of the objects it is given as adds and updates.
 // A test that holds hold keeps it from noting anything (its calls wait).
