@@ -58,12 +58,13 @@ type Config struct {
 	// Clock is what every wait runs on; default the wall clock.
 	Clock clockx.Clock
 	// Logger receives the reflector's logs: every failure with the server's message, refusals
-	// (401/403/404, other 4xx) at warning level. Default slog.Default(); pass
+	// (401/403/404, other 4xx) at error level (docs/semantics.md, "Levels"). Default slog.Default(); pass
 	// slog.New(slog.DiscardHandler) for silence.
 	Logger *slog.Logger
 	// WatchErrorHandler, like client-go's SharedInformer.SetWatchErrorHandlerWithContext, is
-	// called with every LIST or WATCH failure the reflector answers (which is also logged), on the
-	// reflector's goroutine: it must return quickly. err is a *apierrors.StatusError when the
+	// called with every LIST or WATCH failure the reflector answers (which is also logged) but a
+	// watch-list it falls back from to a LIST (transitions.Reported), on the reflector's
+	// goroutine: it must return quickly. err is a *apierrors.StatusError when the
 	// server answered, so apierrors.IsNotFound, IsTooManyRequests and the like work on it, and
 	// a *fsm.TransportError otherwise. The reflector retries whatever the handler does.
 	WatchErrorHandler func(ctx context.Context, err error)

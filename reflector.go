@@ -201,7 +201,7 @@ func (o reflectorObserver) Observe(t driver.Transition) error {
 	if o.r.cfg.OnTransition != nil {
 		o.r.cfg.OnTransition(t)
 	}
-	if h := o.r.cfg.WatchErrorHandler; h != nil && t.Event.Failure != nil && t.Cause != fsm.NoCause {
+	if h := o.r.cfg.WatchErrorHandler; h != nil && t.Event.Failure != nil && transitions.Reported(t.Cause) {
 		h(o.ctx, t.Event.Failure.Err())
 	}
 	return nil

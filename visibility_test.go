@@ -61,7 +61,7 @@ func runUntil(t *testing.T, r *rewatch.Reflector, cond func() bool) {
 }
 
 // docs/semantics.md "Visibility": with no Logger set, a LIST refused with 404 is logged through
-// slog.Default() at warning level with the server's message; Stats keeps it; a
+// slog.Default() at error level ("Levels") with the server's message; Stats keeps it; a
 // slog.DiscardHandler logger silences it.
 func TestFailuresAreLoggedByDefault(t *testing.T) {
 	var logs syncbuf.Buffer
@@ -76,7 +76,7 @@ func TestFailuresAreLoggedByDefault(t *testing.T) {
 	runUntil(t, r, r.HasSynced)
 
 	out := logs.String()
-	require.Contains(t, out, "level=WARN")
+	require.Contains(t, out, "level=ERROR")
 	require.Contains(t, out, "cause=list-rejected")
 	require.Contains(t, out, `configmaps \"\" not found`, "the server's message is in the log line")
 	st := r.Stats()

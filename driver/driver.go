@@ -815,25 +815,31 @@ func (d *driver) send(ctx context.Context, e fsm.Event) bool {
 }
 
 // logLevel follows what a client-go user sees from its reflector: a refused request (401, 403,
-// 404, another 4xx: a misspelt resource, a bad selector, missing RBAC) is a warning, once per
-// request and so once per backoff step; a transient failure the reflector rides out (429, 5xx,
-// a reset, a stream end with an error) is informational; a failure of a request that is no
-// longer current, and every transition without a failure, is debug. The level follows the
-// cause transitions/ decided, so the driver judges nothing itself.
+// 404, another 4xx: a misspelt resource, a bad selector, missing RBAC), which the reflector
+// cannot ride out by itself, is an error, as client-go reports it ("Failed to watch", "Failed to
+// list" through utilruntime.HandleError), once per request and so once per backoff step; a
+// fallback the reflector takes for good or for a listing (a watch-list the server or the
+// ListerWatcher cannot serve) is a warning, said once; a transient failure the reflector rides
+// out (429, 5xx, a reset, a stream end with an error) is informational; a failure of a request
+// that is no longer current, and every transition without a failure, is debug. The level
+// follows the cause transitions/ decided, so the driver judges nothing itself
+// (docs/semantics.md, "Visibility").
 func logLevel(e fsm.Event, cause fsm.Cause) slog.Level {
-	switch {
-	case cause == fsm.CauseWatchListNoEnd, cause == fsm.CauseSnapshotAhead:
-		// A server that never ends a watch-list's initial events: the reflector lists by
-		// pages from then on, so this is said once in its life. A persisted snapshot ahead of
-		// the server: its etcd was restored from a backup.
+	switch cause {
+	case fsm.CauseWatchListNoEnd, fsm.CauseWatchListUnsupported, fsm.CauseWatchListFailed, fsm.CauseSnapshotAhead:
+		// A server or ListerWatcher that cannot serve a watch-list: the reflector lists by
+		// pages from then on, or for this listing. A persisted snapshot ahead of the server:
+		// its etcd was restored from a backup.
 		return slog.LevelWarn
-	case cause == fsm.CauseResume, cause == fsm.CauseCatchUpMissed:
+	case fsm.CauseResume, fsm.CauseCatchUpMissed:
 		// How a start from a persisted snapshot went, once per start.
 		return slog.LevelInfo
+	}
+	switch {
 	case e.Failure == nil || cause == fsm.NoCause:
 		return slog.LevelDebug
 	case cause == fsm.CauseListRejected || cause == fsm.CauseWatchRejected || cause == fsm.CauseWatchRejectedOnce:
-		return slog.LevelWarn
+		return slog.LevelError
 	}
 	return slog.LevelInfo
 }

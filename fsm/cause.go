@@ -29,6 +29,7 @@ const (
 	CauseWholeListRefused
 	CausePageTooLarge
 	CauseWatchListNoEnd
+	CauseWatchListFailed
 	CauseInitialEventsCheck
 	CauseStartFromSnapshot
 	CauseProbeItem
@@ -106,6 +107,7 @@ var causeIDs = [numCauses]causeName{
 	CauseWholeListRefused:       {ID: "whole-list-refused"},
 	CausePageTooLarge:           {ID: "page-too-large"},
 	CauseWatchListNoEnd:         {ID: "watch-list-no-end"},
+	CauseWatchListFailed:        {ID: "watch-list-failed"},
 	CauseInitialEventsCheck:     {ID: "initial-events-check"},
 	CauseStartFromSnapshot:      {ID: "start-from-snapshot"},
 	CauseProbeItem:              {ID: "probe-item"},

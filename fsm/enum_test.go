@@ -56,7 +56,7 @@ func TestEnumNames(t *testing.T) {
 		"cancel-timer", "stage", "replace-store", "discard-staged", "apply", "stopped", "watch-deadline", "ask",
 		"restore", "drop-snapshot"})
 	checkEnum[WatchEventType](t, "WatchEventType", []string{"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
-	checkEnum[Transport](t, "Transport", []string{"", "refused", "reset", "eof", "timeout", "decode", "other", "too-large"})
+	checkEnum[Transport](t, "Transport", []string{"", "refused", "reset", "eof", "timeout", "decode", "other", "too-large", "stalled"})
 	checkEnum[Class](t, "Class", []string{"", "busy", "internal", "expired", "too-large-rv", "transport", "rejected"})
 	ids := []string{""}
 	for _, c := range Causes() {

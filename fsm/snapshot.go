@@ -73,6 +73,11 @@ type ListState struct {
 	Whole bool `json:"whole,omitempty"`
 	// Streaming: the current listing is a watch-list stream (sendInitialEvents).
 	Streaming bool `json:"streaming,omitempty"`
+	// StreamFailed: the current listing's watch-list failed in a way that may be its own (a
+	// server error, an error the client cannot classify, an ERROR event before the end
+	// bookmark): the listing goes on by LIST, and the next listing tries the watch-list again
+	// (docs/semantics.md, "Streaming list").
+	StreamFailed bool `json:"streamFailed,omitempty"`
 	// EndTimer is the deadline armed while a watch-list stream is in its initial phase (0:
 	// none), and HeardAt when it last delivered: initial events that fall silent past their
 	// bound without the end bookmark mean the bookmark is not coming (docs/semantics.md,

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +29,12 @@ func NewSharedIndexInformer(lw cache.ListerWatcher, example runtime.Object, resy
 	return WithOptions(Options{})(lw, example, resync, indexers)
 }
 
+// NewSharedInformer is client-go's cache.NewSharedInformer with rewatch's informer:
+// NewSharedIndexInformer without indexers. The SharedInformer it returns is an *Informer.
+func NewSharedInformer(lw cache.ListerWatcher, example runtime.Object, resync time.Duration) cache.SharedInformer {
+	return NewSharedIndexInformer(lw, example, resync, cache.Indexers{})
+}
+
 // NewSharedIndexInformerWithOptions is client-go's cache.NewSharedIndexInformerWithOptions with
 // rewatch's informer, as NewSharedIndexInformer: options' Identifier and
 // InformerMetricsProvider name it for client-go's informer metrics (Options.Identifier), and
@@ -46,7 +53,7 @@ func WithOptions(opts Options) func(cache.ListerWatcher, runtime.Object, time.Du
 		o.Policy.WatchList = o.Policy.WatchList || WatchListFor(lw)
 		name := o.Name
 		if name == "" {
-			name = fmt.Sprintf("%T", example)
+			name = typeDescription(example)
 		}
 		t, err := listwatch.New(lw, name, listwatch.WithExpectedType(example))
 		if err != nil {
@@ -55,6 +62,18 @@ func WithOptions(opts Options) func(cache.ListerWatcher, runtime.Object, time.Du
 		o.Name = name
 		return New(t, example, o)
 	}
+}
+
+// typeDescription names the informer of example's type in logs as client-go's reflector names
+// its type: the Go type, or for an *unstructured.Unstructured with a kind, its group, version
+// and kind.
+func typeDescription(example runtime.Object) string {
+	if u, ok := example.(*unstructured.Unstructured); ok {
+		if gvk := u.GroupVersionKind(); !gvk.Empty() {
+			return gvk.String()
+		}
+	}
+	return fmt.Sprintf("%T", example)
 }
 
 // WatchListFor says whether an informer over a client-go ListerWatcher (or over a clientset)

@@ -31,6 +31,18 @@ func NewIndexerInformer(lw cache.ListerWatcher, objType runtime.Object, resyncPe
 	return newController(cache.InformerOptions{ListerWatcher: lw, ObjectType: objType, ResyncPeriod: resyncPeriod, Handler: h, Indexers: indexers})
 }
 
+// NewTransformingInformer is client-go's cache.NewTransformingInformer over rewatch's reflector
+// (NewInformerWithOptions with transformer as the transform).
+func NewTransformingInformer(lw cache.ListerWatcher, objType runtime.Object, resyncPeriod time.Duration, h cache.ResourceEventHandler, transformer cache.TransformFunc) (cache.Store, cache.Controller) {
+	return newController(cache.InformerOptions{ListerWatcher: lw, ObjectType: objType, ResyncPeriod: resyncPeriod, Handler: h, Transform: transformer})
+}
+
+// NewTransformingIndexerInformer is client-go's cache.NewTransformingIndexerInformer over
+// rewatch's reflector (NewInformerWithOptions with indexers and transformer).
+func NewTransformingIndexerInformer(lw cache.ListerWatcher, objType runtime.Object, resyncPeriod time.Duration, h cache.ResourceEventHandler, indexers cache.Indexers, transformer cache.TransformFunc) (cache.Indexer, cache.Controller) {
+	return newController(cache.InformerOptions{ListerWatcher: lw, ObjectType: objType, ResyncPeriod: resyncPeriod, Handler: h, Indexers: indexers, Transform: transformer})
+}
+
 func newController(o cache.InformerOptions) (cache.Indexer, cache.Controller) {
 	opts := Options{Transform: o.Transform, Log: o.Logger}
 	inf := WithOptions(opts)(o.ListerWatcher, o.ObjectType, o.ResyncPeriod, o.Indexers).(*Informer)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
@@ -35,12 +36,18 @@ type NewInformerFn = func(cache.ListerWatcher, runtime.Object, time.Duration, ca
 //	cfg, newInformer, err := informer.ForRESTConfig(ctrl.GetConfigOrDie(), scheme, informer.Options{})
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: cache.Options{NewInformer: newInformer}})
 //
+// The manager must be given the returned rest.Config, not the one ForRESTConfig was given:
+// each new informer learns what to request from one LIST its ListerWatcher makes, which the
+// returned config's transport takes back before it leaves the process. Given another config
+// (or an HTTPClient of its own), the manager's cache fails to build the informer with an error
+// that says so — controller-runtime's GetInformer returns it — rather than reading otherwise.
+// NewControllerRuntime is ForRESTConfig with the informers' Stats within reach.
+//
 // Everything controller-runtime asks of an informer's requests — the namespace (DefaultNamespaces,
 // a namespace per cache), ByObject's and the defaults' label and field selectors — is read from
-// the ListerWatcher it hands over, not recomputed: each new informer's ListerWatcher is asked
-// for one LIST that the returned config's transport takes back before it leaves the process, and
-// the URL it would have requested (path and selectors) becomes the informer's resource. So the
-// informer lists and watches exactly what controller-runtime's own would.
+// the ListerWatcher it hands over, not recomputed: the URL that probe LIST would have requested
+// (path and selectors) becomes the informer's resource. So the informer lists and watches
+// exactly what controller-runtime's own would.
 //
 // Each informer's requests ask for the media types controller-runtime's ListerWatcher asks for
 // (protobuf first for a built-in type, unless cfg's ContentType says otherwise), carry its
@@ -49,16 +56,41 @@ type NewInformerFn = func(cache.ListerWatcher, runtime.Object, time.Duration, ca
 // handler, as a REST client made from cfg does (docs/semantics.md, "Requests"). Typed objects
 // are decoded with scheme (nil: client-go's), unstructured ones as JSON or CBOR, and
 // metadata-only ones as PartialObjectMetadata given the kind of the example object, as
-// controller-runtime's ListerWatcher gives it them.
-// Where the HTTP path cannot stand in — a type scheme does not know, a metadata-only example
-// without its kind, or a manager given an HTTPClient of its own so that the config's transport
-// never sees the probe —
-// the informer is NewSharedIndexInformer's over the ListerWatcher: watch-lists where the server
-// has them (WatchListFor), a LIST otherwise. opts apply to every informer; resync and indexers
-// come from controller-runtime.
+// controller-runtime's ListerWatcher gives it them. A type scheme does not know, and a
+// metadata-only example without its kind, have no HTTP path: that informer is
+// NewSharedIndexInformer's over the ListerWatcher (watch-lists where the server has them,
+// WatchListFor), and says so in the manager's log when it runs. opts apply to every informer;
+// resync and indexers come from controller-runtime.
 func ForRESTConfig(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*rest.Config, NewInformerFn, error) {
+	cr, err := NewControllerRuntime(cfg, scheme, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cr.RESTConfig, cr.NewInformer, nil
+}
+
+// ControllerRuntime is what a controller-runtime manager needs to read over rewatch's HTTP
+// transport (ForRESTConfig), and the way to the Stats of every informer it made:
+//
+//	cr, err := informer.NewControllerRuntime(ctrl.GetConfigOrDie(), scheme, informer.Options{})
+//	mgr, err := ctrl.NewManager(cr.RESTConfig, ctrl.Options{Scheme: scheme, Cache: cache.Options{NewInformer: cr.NewInformer}})
+//	…
+//	stats := cr.Stats(&corev1.ConfigMap{}) // one per namespace the cache watches
+//
+// controller-runtime's GetInformer hands out the informer itself for a cache of one namespace
+// (an *Informer, whose Stats method is there) and a wrapper of its own around one informer per
+// namespace otherwise, which Stats reaches through.
+type ControllerRuntime struct {
+	// RESTConfig is the rest.Config to give the manager: the one NewControllerRuntime was given,
+	// with a transport that takes back each new informer's probe LIST.
+	RESTConfig *rest.Config
+	b          *crBuilder
+}
+
+// NewControllerRuntime is ForRESTConfig as a ControllerRuntime.
+func NewControllerRuntime(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*ControllerRuntime, error) {
 	if cfg == nil {
-		return nil, nil, errors.New("informer: nil rest.Config")
+		return nil, errors.New("informer: nil rest.Config")
 	}
 	if scheme == nil {
 		scheme = clientgoscheme.Scheme
@@ -68,16 +100,47 @@ func ForRESTConfig(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*res
 	cp.Timeout = 0
 	client, err := rest.HTTPClientFor(cp)
 	if err != nil {
-		return nil, nil, fmt.Errorf("informer: HTTP client from rest.Config: %w", err)
+		return nil, fmt.Errorf("informer: HTTP client from rest.Config: %w", err)
 	}
 	base, _, err := rest.DefaultServerUrlFor(cp)
 	if err != nil {
-		return nil, nil, fmt.Errorf("informer: server URL from rest.Config: %w", err)
+		return nil, fmt.Errorf("informer: server URL from rest.Config: %w", err)
 	}
 	managerCfg := rest.CopyConfig(cfg)
 	managerCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return probeTransport{rt} })
 	b := &crBuilder{opts: opts, scheme: scheme, client: client, server: strings.TrimSuffix(base.String(), "/"), cfg: rest.CopyConfig(cfg)}
-	return managerCfg, b.newInformer, nil
+	return &ControllerRuntime{RESTConfig: managerCfg, b: b}, nil
+}
+
+// NewInformer is the NewInformer to give the manager's cache (cache.Options.NewInformer).
+func (c *ControllerRuntime) NewInformer(lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+	return c.b.newInformer(lw, example, resync, indexers)
+}
+
+// Stats is the Stats of every informer NewInformer made for example's type, by the namespace
+// it watches ("" for all namespaces, and for an informer that reads through the ListerWatcher,
+// whose namespace is the ListerWatcher's business).
+func (c *ControllerRuntime) Stats(example runtime.Object) map[string]rewatch.Stats {
+	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
+	out := map[string]rewatch.Stats{}
+	for _, made := range c.b.made {
+		if made.typ == reflect.TypeOf(example) && sameKind(made.example, example) {
+			out[made.namespace] = made.inf.Stats()
+		}
+	}
+	return out
+}
+
+// sameKind: for unstructured and metadata-only examples, which carry their kind, the same
+// group, version and kind; for typed ones the Go type says it all.
+func sameKind(a, b runtime.Object) bool {
+	ga, gb := a.GetObjectKind().GroupVersionKind(), b.GetObjectKind().GroupVersionKind()
+	switch a.(type) {
+	case runtime.Unstructured, *metav1.PartialObjectMetadata:
+		return ga == gb
+	}
+	return true
 }
 
 // crBuilder builds controller-runtime's informers over the HTTP transport.
@@ -87,12 +150,35 @@ type crBuilder struct {
 	client *http.Client
 	server string
 	cfg    *rest.Config // the caller's, for what a REST client made from it does to requests
+
+	mu   sync.Mutex
+	made []madeInformer
 }
 
+// madeInformer is an informer newInformer made: its example's type and the namespace it watches.
+type madeInformer struct {
+	typ       reflect.Type
+	example   runtime.Object
+	namespace string
+	inf       *Informer
+}
+
+// errNotTheReturnedConfig is why an informer cannot be made: the manager was not given the
+// rest.Config ForRESTConfig returned.
+var errNotTheReturnedConfig = errors.New("informer.ForRESTConfig: the manager's requests do not go through the rest.Config " +
+	"ForRESTConfig returned, so its informers cannot learn what to request: give ctrl.NewManager that rest.Config " +
+	"(ForRESTConfig's first result, ControllerRuntime.RESTConfig), not the one ForRESTConfig was given, and no HTTPClient " +
+	"of the manager's own")
+
 func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	fallback := func(why string) cache.SharedIndexInformer {
-		b.logger().Info("informer reads through controller-runtime's ListerWatcher", "type", fmt.Sprintf("%T", example), "why", why)
-		return WithOptions(b.opts)(lw, example, resync, indexers)
+	o := b.opts
+	o.ResyncPeriod = resync
+	o.Indexers = mergeIndexers(b.opts.Indexers, indexers)
+	overListerWatcher := func(why string) cache.SharedIndexInformer {
+		inf := WithOptions(b.opts)(lw, example, resync, indexers).(*Informer)
+		inf.runNote = "informer reads through controller-runtime's ListerWatcher: " + why
+		b.note(example, "", inf)
+		return inf
 	}
 	var decoder httpapi.Decoder
 	var gvk schema.GroupVersionKind
@@ -104,12 +190,12 @@ func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, 
 		// controller-runtime sets the kind of each metadata-only object its ListerWatcher
 		// returns (the server's is PartialObjectMetadata); the informer does the same.
 		if gvk = example.GetObjectKind().GroupVersionKind(); gvk.Empty() {
-			return fallback("a metadata-only object without its kind")
+			return overListerWatcher("a metadata-only object without its kind")
 		}
 		decoder = httpapi.Metadata()
 	default:
 		if _, _, err := b.scheme.ObjectKinds(example); err != nil {
-			return fallback(fmt.Sprintf("the scheme does not know the type: %v", err))
+			return overListerWatcher(fmt.Sprintf("the scheme does not know the type: %v", err))
 		}
 		// client-go's decoder, under controller-runtime's typed ListerWatcher, hands out
 		// objects without their kind (apiVersion and kind empty); the HTTP transport's carry
@@ -119,11 +205,11 @@ func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, 
 	}
 	probe, err := probeRequest(lw)
 	if err != nil {
-		return fallback(err.Error())
+		return failed(err, example, o)
 	}
 	res, err := resourceOf(b.server, probe.url)
 	if err != nil {
-		return fallback(err.Error())
+		return failed(fmt.Errorf("informer.ForRESTConfig: %w", err), example, o)
 	}
 	// The requests say what the ListerWatcher's would (media types, User-Agent) and wait on
 	// the rate limiter a REST client made from the caller's rest.Config would wait on: its
@@ -137,11 +223,8 @@ func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, 
 	}
 	t, err := httpapi.New(conn)
 	if err != nil {
-		return fallback(err.Error())
+		return failed(fmt.Errorf("informer.ForRESTConfig: %w", err), example, o)
 	}
-	o := b.opts
-	o.ResyncPeriod = resync
-	o.Indexers = mergeIndexers(b.opts.Indexers, indexers)
 	if o.Name == "" {
 		o.Name = t.String()
 	}
@@ -153,14 +236,15 @@ func (b *crBuilder) newInformer(lw cache.ListerWatcher, example runtime.Object, 
 			}
 		}
 	}
+	b.note(example, res.Namespace, inf)
 	return inf
 }
 
-func (b *crBuilder) logger() *slog.Logger {
-	if b.opts.Logger != nil {
-		return b.opts.Logger
-	}
-	return slog.Default()
+// note keeps inf, made for example in namespace, for ControllerRuntime.Stats.
+func (b *crBuilder) note(example runtime.Object, namespace string, inf *Informer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.made = append(b.made, madeInformer{typ: reflect.TypeOf(example), example: example, namespace: namespace, inf: inf})
 }
 
 // probeKey marks the context of a probe request; its value is the *probed it fills in.
@@ -205,7 +289,7 @@ func probeRequest(lw cache.ListerWatcher) (*probed, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if pr.url == nil {
-		return nil, errors.New("the ListerWatcher's requests do not go through the rest.Config ForRESTConfig returned")
+		return nil, errNotTheReturnedConfig
 	}
 	return &probed{url: pr.url, accept: pr.accept, userAgent: pr.userAgent}, nil
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,21 +122,57 @@ func TestForRESTConfigReadsWhatTheListerWatcherWouldRequest(t *testing.T) {
 	}
 }
 
-// A ListerWatcher whose requests do not go through the returned config (a manager given an
-// HTTPClient of its own), and a metadata-only informer, get NewSharedIndexInformer's informer
-// over the ListerWatcher, which lists what it asks for.
-func TestForRESTConfigFallsBackToTheListerWatcher(t *testing.T) {
+// A ListerWatcher whose requests do not go through the returned config — a manager given the
+// rest.Config ForRESTConfig was given, as an existing controller passes it, or an HTTPClient of
+// its own — gets no informer that reads otherwise: the informer refuses what controller-runtime
+// sets as it builds one (its transform, its watch-error handler) with the error that says what
+// to pass, so the cache's GetInformer fails with it, and were it run it would say so at error
+// level and stop.
+func TestForRESTConfigRefusesAManagerGivenAnotherConfig(t *testing.T) {
 	s, simURL := startSim(t, 0)
 	_, err := s.CreateWithLabels(sim.ConfigMaps, "default", "yes", map[string]string{"app": "yes"}, nil)
 	require.NoError(t, err)
-	_, err = s.CreateWithLabels(sim.ConfigMaps, "default", "no", map[string]string{"app": "no"}, nil)
-	require.NoError(t, err)
-	_, newInformer, err := informer.ForRESTConfig(&rest.Config{Host: simURL}, nil, quiet)
+	_, newInformer, err := informer.ForRESTConfig(&rest.Config{Host: simURL}, nil, informer.Options{})
 	require.NoError(t, err)
 	inf := newInformer(crListWatch(t, &rest.Config{Host: simURL}, "default", "app=yes"), &corev1.ConfigMap{}, 0, cache.Indexers{})
-	run(t, inf)
+	err = inf.SetTransform(func(obj any) (any, error) { return obj, nil })
+	require.Error(t, err)
+	for _, says := range []string{"give ctrl.NewManager that rest.Config", "ForRESTConfig's first result", "not the one ForRESTConfig was given"} {
+		require.ErrorContains(t, err, says)
+	}
+	require.ErrorContains(t, inf.SetWatchErrorHandlerWithContext(func(context.Context, *cache.Reflector, error) {}), "ForRESTConfig returned")
+
+	var errs lines
+	logger := logr.New(errorsOnly{&errs})
+	ctx := logr.NewContext(t.Context(), logger)
+	inf.RunWithContext(ctx) // returns at once
+	require.True(t, errs.contains("ForRESTConfig returned"), "the error at error level, through the manager's logger: %v", errs.get())
+	require.True(t, inf.IsStopped())
+}
+
+// A metadata-only example without its kind has no HTTP path: the informer reads through
+// controller-runtime's ListerWatcher, lists what it asks for, and says so when it runs, to the
+// logger it runs with (the manager's) — not at construction, to another.
+func TestForRESTConfigMetadataWithoutKindReadsThroughTheListerWatcher(t *testing.T) {
+	_, simURL := startSim(t, 2)
+	cfg, newInformer, err := informer.ForRESTConfig(&rest.Config{Host: simURL}, nil, informer.Options{})
+	require.NoError(t, err)
+	mc, err := metadata.NewForConfig(cfg)
+	require.NoError(t, err)
+	res := mc.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace("default")
+	lw := &cache.ListWatch{
+		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return res.List(ctx, o) },
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return res.Watch(ctx, o) },
+	}
+	inf := newInformer(lw, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
+	var said lines
+	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), funcr.New(said.add, funcr.Options{})))
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
-	require.Equal(t, []string{"default/yes"}, inf.GetStore().ListKeys())
+	require.Len(t, inf.GetStore().ListKeys(), 2)
+	require.True(t, said.contains("reads through controller-runtime's ListerWatcher"), "said %v", said.get())
 }
 
 // A metadata-only informer reads PartialObjectMetadata over the HTTP transport, each object
@@ -168,4 +206,32 @@ func TestForRESTConfigMetadataOnly(t *testing.T) {
 	for _, line := range log.get() {
 		require.True(t, strings.HasPrefix(line, rest.DefaultKubernetesUserAgent()+" "), "the ListerWatcher's User-Agent: %s", line)
 	}
+}
+
+// ControllerRuntime.Stats reaches every informer NewInformer made for a type, one per namespace
+// controller-runtime's cache watches (its multi-namespace informer wraps them, out of reach of
+// a type assertion), and none of another type.
+func TestControllerRuntimeStatsByType(t *testing.T) {
+	s, simURL := startSim(t, 0)
+	for _, ns := range []string{"default", "other"} {
+		_, err := s.Create(sim.ConfigMaps, ns, "a", nil)
+		require.NoError(t, err)
+	}
+	cr, err := informer.NewControllerRuntime(&rest.Config{Host: simURL}, nil, quiet)
+	require.NoError(t, err)
+	for _, ns := range []string{"default", "other"} {
+		inf := cr.NewInformer(crListWatch(t, cr.RESTConfig, ns, ""), &corev1.ConfigMap{}, 0, cache.Indexers{})
+		run(t, inf)
+		require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	}
+	stats := cr.Stats(&corev1.ConfigMap{})
+	require.Len(t, stats, 2)
+	for _, ns := range []string{"default", "other"} {
+		st, ok := stats[ns]
+		require.True(t, ok, "no Stats for namespace %s: %v", ns, stats)
+		require.True(t, st.Synced, ns)
+		require.Equal(t, 1, st.Objects, ns)
+		require.Equal(t, 1, st.Lists, ns)
+	}
+	require.Empty(t, cr.Stats(&corev1.Secret{}))
 }

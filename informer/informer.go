@@ -20,7 +20,6 @@ import (
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/driver"
-	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/journal"
 	"github.com/rewatch/rewatch/persist"
 	"github.com/rewatch/rewatch/transitions"
@@ -117,12 +116,18 @@ type Informer struct {
 	// mu orders every change of the indexer with the sequence number of the notification it
 	// causes, and with the snapshot a handler added at that moment is given, so that the
 	// handler sees each change exactly once. The store path holds it for the indexer's change
-	// and an append to the processor's queue; the fan-out to handlers is the processor's.
-	mu           sync.Mutex
+	// and an append to the processor's queue; the fan-out to handlers is the processor's. A
+	// handler being added holds it for reading only, so that handlers added at once neither
+	// wait for one another nor queue ahead of the store path, which waits only for those under
+	// way (a writer waiting keeps new readers out).
+	mu           sync.RWMutex
 	processor    *processor
 	transform    cache.TransformFunc
 	errorHandler cache.WatchErrorHandlerWithContext
 	resyncWake   chan struct{}
+	// resyncDeadline is when the resync loop next wakes by itself, in Unix nanoseconds on the
+	// informer's clock; 0 while it scans the handlers, or sleeps until it is woken.
+	resyncDeadline atomic.Int64
 
 	started, stopped, synced atomic.Bool
 	// filled is true once the indexer holds a full state, listed or restored from a persisted
@@ -146,6 +151,10 @@ type Informer struct {
 	// allocation there, where a pointer swap would cost one per event.
 	rvMu   sync.RWMutex
 	lastRV string
+
+	// runNote, when set, is said once the informer runs, to the logger it runs with: how it
+	// was built, where that is worth knowing (ForRESTConfig's informer over the ListerWatcher).
+	runNote string
 
 	stats *rewatch.StatsObserver
 	// metered is whether client-go's informer metrics are reported (Options.Identifier);
@@ -287,18 +296,23 @@ func (i *Informer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o ca
 	}
 	resync := resyncClock{period: period, next: i.opts.Clock.Now().Add(period)}
 	// The reflector waits while the indexer is copied (pointers, not objects) and the
-	// listener registered; the replay itself is the listener's, on its own goroutine.
-	i.mu.Lock()
+	// listener registered; the replay itself is the listener's, on its own goroutine. Reading
+	// under mu is enough: the indexer and the sequence number change under it only for writing,
+	// and the processor takes joining listeners under a lock of its own (join).
+	i.mu.RLock()
 	if i.stopped.Load() {
-		i.mu.Unlock()
+		i.mu.RUnlock()
 		// client-go's wording, which callers match on.
 		return nil, fmt.Errorf("handler %v was not added to shared informer because it has stopped already", h)
 	}
 	l := newListener(i, h, logger, resync, i.processor.seq+1, i.indexer.List())
-	i.processor.add(l)
-	i.mu.Unlock()
+	i.processor.join(l)
+	i.mu.RUnlock()
+	i.processor.settle()
 	l.maybeSynced()
-	i.wakeResync()
+	if period > 0 {
+		i.wakeResyncBefore(resync.next)
+	}
 	return &registration{l: l, informer: i}, nil
 }
 
@@ -370,9 +384,16 @@ func (i *Informer) SetTransform(handler cache.TransformFunc) error {
 }
 
 // beforeRun applies set unless the informer has started, as client-go allows these settings.
+// An informer that cannot run refuses them with the reason it cannot: the caller that sets
+// them as it builds the informer (controller-runtime's cache sets the transform and the
+// watch-error handler of each informer it makes) hears of it there, not only in the log once
+// it runs.
 func (i *Informer) beforeRun(set func()) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if i.constructErr != nil {
+		return i.constructErr
+	}
 	if i.started.Load() {
 		return fmt.Errorf("informer %s has already started", i.name)
 	}
@@ -417,6 +438,9 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	if i.constructErr != nil {
 		log.Error("informer cannot run", "informer", i.name, "err", i.constructErr)
 		return
+	}
+	if i.runNote != "" {
+		log.Info(i.runNote, "informer", i.name)
 	}
 	observers := []driver.Observer{driver.ObserverFunc(i.observeSync), i.stats, driver.ObserverFunc(func(t driver.Transition) { i.observe(ctx, t) })}
 	if i.opts.Journal != nil {
@@ -500,7 +524,7 @@ func (i *Informer) shutdown() {
 
 func (i *Informer) observe(ctx context.Context, t driver.Transition) {
 	i.setLastRV(t.Snapshot.LastRV)
-	if t.Event.Failure != nil && t.Cause != fsm.NoCause && i.errorHandler != nil {
+	if t.Event.Failure != nil && transitions.Reported(t.Cause) && i.errorHandler != nil {
 		i.errorHandler(ctx, i.placeholder, t.Event.Failure.Err())
 	}
 }

@@ -15,8 +15,10 @@ type notification struct {
 	kind     notificationKind
 	initial  bool
 	old, obj any
-	// to, for a resync, is the one listener it is for; the others pass over it.
-	to *listener
+	// due, for a resync, are the listeners it is for; the others pass over it. One
+	// notification resyncs every handler due at once, so that a resync costs each of the
+	// others one look, however many handlers are due.
+	due map[*listener]struct{}
 }
 
 type notificationKind uint8
@@ -40,7 +42,7 @@ type listener struct {
 	handler cache.ResourceEventHandler
 	logger  logr.Logger
 	inf     *Informer
-	// resync is guarded by the processor's mu.
+	// resync is the resync loop's, set before the listener is registered.
 	resync resyncClock
 	// from is the sequence number of the first notification owed to this listener: the ones
 	// before it are in the replay.
@@ -183,8 +185,10 @@ func (l *listener) run() {
 			notes := s.notes
 			for j := range notes {
 				n := &notes[j]
-				if n.to != nil && n.to != l {
-					continue
+				if n.kind == notifyResync {
+					if _, due := n.due[l]; !due {
+						continue
+					}
 				}
 				if !c.call(n) {
 					return
@@ -302,14 +306,15 @@ func (l *listener) hasSynced() bool {
 }
 
 // shutdown stops the listener: what was queued for it is dropped, a handler call under way
-// completes. A listener that never ran is finished at once. The processor's mu is held.
-func (l *listener) shutdown() {
+// completes. A listener that never ran (started false: it is no longer registered, so it
+// never will) is finished at once.
+func (l *listener) shutdown(started bool) {
 	l.stopOnce.Do(func() {
 		l.stopping.Store(true)
 		close(l.stop)
 	})
 	l.drop()
-	if !l.started {
+	if !started {
 		l.finish()
 	}
 }

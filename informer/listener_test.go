@@ -23,7 +23,7 @@ func TestProcessorReleasesALargeBatch(t *testing.T) {
 	var seen atomic.Int64
 	l := newListener(inf, cache.ResourceEventHandlerFuncs{AddFunc: func(any) { seen.Add(1) }}, logr.Discard(), resyncClock{}, 1, nil)
 	p := inf.processor
-	p.add(l)
+	p.join(l)
 	p.startAll()
 	defer p.stopAll()
 	inf.mu.Lock() // hold the queue so that all n go out at once
@@ -92,8 +92,8 @@ func TestProcessorKeepsARangeUntilEveryListenerHasIt(t *testing.T) {
 	var slowGot, goneGot, lateGot []string
 	slow := newListener(inf, record(&slowMu, &slowGot, true), logr.Discard(), resyncClock{}, 1, nil)
 	gone := newListener(inf, record(&goneMu, &goneGot, false), logr.Discard(), resyncClock{}, 1, nil)
-	p.add(slow)
-	p.add(gone)
+	p.join(slow)
+	p.join(gone)
 	p.startAll()
 	defer p.stopAll()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,8 +114,9 @@ func TestProcessorKeepsARangeUntilEveryListenerHasIt(t *testing.T) {
 	p.remove(gone) // the other holder goes: the range must stay for slow
 	inf.mu.Lock()
 	late := newListener(inf, record(&lateMu, &lateGot, false), logr.Discard(), resyncClock{}, p.seq+1, nil)
-	p.add(late) // joins within the chunk
+	p.join(late) // joins within the chunk
 	inf.mu.Unlock()
+	p.settle()
 	enqueue("d", "e")
 	require.Eventually(t, func() bool { return late.handedOver.Load() == 5 }, time.Minute, time.Millisecond)
 	close(release)

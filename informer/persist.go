@@ -81,6 +81,11 @@ func (i *Informer) fullState(rv string) {
 // server), the next full state is a plain one; caught up, the informer is synced. Called
 // after the transition's commands ran, on the reflector's goroutine.
 func (i *Informer) observeSync(t driver.Transition) {
+	// Both flags are written on the reflector's goroutine only, which this is: without a
+	// restored snapshot in play, a transition costs the store path no lock.
+	if !i.restorePending && !i.catchingUp {
+		return
+	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	for _, c := range t.Commands {

@@ -29,13 +29,24 @@ type processor struct {
 	// garbage collection empties.
 	free chan *chunk
 
-	// mu guards the set of listeners and their lifecycle; the informer's mu, where both are
-	// taken, is taken first. Handlers added once the informer stopped are refused by the
-	// informer, under its mu, before they reach add.
+	// mu guards the set of listeners and their lifecycle. Handlers added once the informer
+	// stopped are refused by the informer, under its mu, before they reach join.
 	mu        sync.Mutex
 	listeners map[*listener]struct{}
 	running   bool
 	wg        sync.WaitGroup
+	// joining are listeners added (join, under the informer's mu) and not yet in listeners:
+	// joinMu is held for an append only, so that a handler being added, which holds the
+	// informer's mu for reading, never waits for mu — nor the store path, which waits for it.
+	// Whoever takes mu next moves them in (settle).
+	joinMu  sync.Mutex
+	joining []*listener
+	// all is the set of listeners as a slice, for the processor's pushes and the resync loop's
+	// scans, which read it without mu, so that, however many handlers there are, they hold up
+	// neither a handler being added nor one being removed. A change only marks it stale
+	// (dirty); the next reader rebuilds it, once for any number of changes.
+	all   atomic.Pointer[[]*listener]
+	dirty atomic.Bool
 }
 
 // chunkSize is the number of notifications in a chunk.
@@ -153,8 +164,16 @@ func (s *segment) letGo() {
 	}
 }
 
+// processorRunHook, when a test sets it, runs before the processor begins handing out: a
+// processor that starts after the first notifications were queued must hand them out all the
+// same (client-go's informer once deadlocked so).
+var processorRunHook atomic.Pointer[func()]
+
 // run hands what is queued to the listeners until ctx is done. lock is the informer's mu.
 func (p *processor) run(ctx context.Context, lock sync.Locker) {
+	if hook := processorRunHook.Load(); hook != nil {
+		(*hook)()
+	}
 	var spans []span
 	for {
 		select {
@@ -165,20 +184,22 @@ func (p *processor) run(ctx context.Context, lock sync.Locker) {
 		lock.Lock()
 		spans = p.take(spans[:0])
 		lock.Unlock()
-		p.mu.Lock()
+		// The listeners to push to are those registered now: one that needs any of these
+		// notifications registered (under the informer's mu) before they were taken, and one
+		// registered since ignores them (push); a listener removed meanwhile takes no more.
+		targets := p.listening()
 		for k := range spans {
 			s := &spans[k]
 			if len(s.notes) > 0 {
 				// The processor holds the range while it pushes, so that a listener done with
 				// it at once does not clear it under the others.
 				s.c.pending[s.lo].Store(1)
-				for l := range p.listeners {
+				for _, l := range targets {
 					l.push(*s)
 				}
 				s.letGo()
 			}
 		}
-		p.mu.Unlock()
 		for k, s := range spans {
 			if s.done {
 				s.c.release()
@@ -188,26 +209,71 @@ func (p *processor) run(ctx context.Context, lock sync.Locker) {
 	}
 }
 
-// add registers l, and starts it if the informer runs; the informer's mu is held and it has
-// not stopped.
-func (p *processor) add(l *listener) {
+// join registers l, to be started if the informer runs; the informer's mu is held (for
+// reading, at least) and it has not stopped. Any notification queued after the informer's mu
+// is let go of reaches l: the processor takes them under that mu, and reads the listeners
+// (listening) after.
+func (p *processor) join(l *listener) {
+	p.joinMu.Lock()
+	p.joining = append(p.joining, l)
+	p.joinMu.Unlock()
+	p.dirty.Store(true)
+}
+
+// settle moves the listeners that joined into the set, and starts them if the informer runs.
+func (p *processor) settle() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.listeners[l] = struct{}{}
-	if p.running {
-		p.start(l)
+	p.settleLocked()
+}
+
+// settleLocked is settle with p.mu held.
+func (p *processor) settleLocked() {
+	p.joinMu.Lock()
+	joined := p.joining
+	p.joining = nil
+	p.joinMu.Unlock()
+	for _, l := range joined {
+		p.listeners[l] = struct{}{}
+		if p.running {
+			p.start(l)
+		}
 	}
 }
 
 // remove unregisters l and stops it; a listener no longer registered is left as it is.
 func (p *processor) remove(l *listener) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.listeners[l]; !ok {
-		return
-	}
+	p.settleLocked()
+	_, ok := p.listeners[l]
 	delete(p.listeners, l)
-	l.shutdown()
+	started := l.started
+	p.mu.Unlock()
+	if ok {
+		p.dirty.Store(true)
+		l.shutdown(started)
+	}
+}
+
+// listening is the listeners registered now, those that joined included; the slice is not to
+// be changed. It is rebuilt only when the set changed since it was last built.
+func (p *processor) listening() []*listener {
+	if p.dirty.Load() {
+		p.mu.Lock()
+		if p.dirty.Swap(false) {
+			p.settleLocked()
+			all := make([]*listener, 0, len(p.listeners))
+			for l := range p.listeners {
+				all = append(all, l)
+			}
+			p.all.Store(&all)
+		}
+		p.mu.Unlock()
+	}
+	if all := p.all.Load(); all != nil {
+		return *all
+	}
+	return nil
 }
 
 // start runs l's goroutine; p.mu is held.
@@ -224,9 +290,12 @@ func (p *processor) start(l *listener) {
 func (p *processor) startAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.settleLocked()
 	p.running = true
 	for l := range p.listeners {
-		p.start(l)
+		if !l.started {
+			p.start(l)
+		}
 	}
 }
 
@@ -234,20 +303,20 @@ func (p *processor) startAll() {
 // never ran is finished at once, so that every registration's ShutdownChan closes.
 func (p *processor) stopAll() {
 	p.mu.Lock()
+	p.settleLocked()
 	p.running = false
 	for l := range p.listeners {
-		l.shutdown()
+		l.shutdown(l.started)
 	}
 	clear(p.listeners)
+	p.dirty.Store(true)
 	p.mu.Unlock()
 	p.wg.Wait()
 }
 
-// each calls f for every registered listener, under p.mu.
+// each calls f for every listener registered now, without p.mu (processor.all).
 func (p *processor) each(f func(*listener)) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for l := range p.listeners {
+	for _, l := range p.listening() {
 		f(l)
 	}
 }

@@ -3,12 +3,14 @@ package informer_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/rewatch/rewatch/backoff"
 	"github.com/rewatch/rewatch/driver"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/informer"
@@ -100,6 +103,12 @@ func (l *lines) add(prefix, args string) {
 	l.l = append(l.l, prefix+" "+args)
 }
 
+func (l *lines) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.l...)
+}
+
 func (l *lines) contains(s string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -153,4 +162,50 @@ func TestConformanceHandlerPanicLogsThroughKlog(t *testing.T) {
 		h.waitFor(t, "after")
 		require.True(t, logged.contains("Observed a panic") && logged.contains(boom), "klog's logger got %v", logged.l)
 	})
+}
+
+// errorsOnly is a logr sink that shows errors only, as a controller's logger set to its error
+// level does (zap at error level drops every Info): it keeps what Error is called with.
+type errorsOnly struct{ got *lines }
+
+func (errorsOnly) Init(logr.RuntimeInfo)  {}
+func (errorsOnly) Enabled(level int) bool { return false }
+func (errorsOnly) Info(int, string, ...any) {
+	panic("an Info line reached a sink that is not enabled for any")
+}
+func (s errorsOnly) Error(err error, msg string, kv ...any) {
+	s.got.add(msg, fmt.Sprint(err, kv))
+}
+func (s errorsOnly) WithValues(...any) logr.LogSink { return s }
+func (s errorsOnly) WithName(string) logr.LogSink   { return s }
+
+// docs/semantics.md "Visibility", "Levels": a refusal the reflector cannot ride out by itself —
+// here the 403 RBAC answers a LIST with — reaches the informer's logr.Logger as an Error, as
+// client-go reports it ("Failed to watch"), so a controller whose logger shows errors only sees
+// it; a transient failure before it (a 503) stays at info, and the logger sees nothing of it.
+func TestARefusalIsALogrError(t *testing.T) {
+	var lists atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if lists.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server is shutting down","reason":"ServiceUnavailable","code":503}`)
+			return
+		}
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"configmaps is forbidden: User \"ctl\" cannot list resource \"configmaps\"","reason":"Forbidden","code":403}`)
+	}))
+	t.Cleanup(srv.Close)
+	var got lines
+	logger := logr.New(errorsOnly{&got})
+	opts := informer.Options{Log: &logger}
+	opts.Policy.Backoff = backoff.Backoff{Duration: 100 * time.Millisecond, Factor: 1, Steps: 100}
+	inf, err := informer.NewHTTP(httpapi.Config{Client: srv.Client(), Server: srv.URL, Decoder: httpapi.Typed(scheme.Scheme),
+		Resource: httpapi.Resource{Version: "v1", Resource: "configmaps", Namespace: "default"}}, opts)
+	require.NoError(t, err)
+	run(t, inf)
+	require.Eventually(t, func() bool { return got.contains("forbidden") }, 10*time.Second, time.Millisecond,
+		"the 403 never reached the logger as an error: %v", got.get())
+	require.True(t, got.contains("list-rejected"), "the error line names its cause: %v", got.get())
+	require.False(t, got.contains("shutting down"), "the transient 503 is no error: %v", got.get())
 }

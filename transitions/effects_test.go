@@ -209,6 +209,8 @@ func rowCases() map[fsm.Transition]rowCase {
 			want: []fsm.CommandKind{replace}}
 		cases[row(from, fsm.CauseWatchListUnsupported)] = rowCase{cfg: watchListOn, setup: func(p *play) { setup(p); p.initialEvent() },
 			event: failing(fsm.EvWatchOpenFailed, httpBare(422)), want: []fsm.CommandKind{discard, list}}
+		cases[row(from, fsm.CauseWatchListFailed)] = rowCase{cfg: watchListOn, setup: streamOpen,
+			event: failing(fsm.EvWatchError, httpBare(500)), want: []fsm.CommandKind{fsm.CmdCancelTimer, cancel, discard, list}}
 		cases[row(from, fsm.CauseInitialTransferCut)] = rowCase{cfg: watchListOn, setup: func(p *play) { setup(p); p.initialEvent() },
 			event: plain(fsm.EvWatchEnded), want: []fsm.CommandKind{discard, arm}}
 		cases[row(from, fsm.CauseWholeListRefused)] = rowCase{setup: setup,

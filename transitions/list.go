@@ -42,10 +42,11 @@ func (m *Machine) streamRV(s *fsm.Snapshot) string {
 	return ""
 }
 
-// startListing begins a new listing, as a watch-list stream when configured and supported.
+// startListing begins a new listing, as a watch-list stream when configured and supported,
+// unless this listing's watch-list has failed already (List.StreamFailed).
 func (m *Machine) startListing(s *fsm.Snapshot, out *[]fsm.Command) {
 	s.List.RV = m.listRV(s)
-	if m.cfg.WatchList && !s.Server.WatchListUnsupported {
+	if m.cfg.WatchList && !s.Server.WatchListUnsupported && !s.List.StreamFailed {
 		s.List.RV = m.streamRV(s)
 		s.List.Streaming = true
 		s.List.Continuing, s.List.Full = false, false
@@ -222,6 +223,7 @@ func (m *Machine) replace(s *fsm.Snapshot, rv string, now time.Time, out *[]fsm.
 	emit(out, fsm.Command{Kind: fsm.CmdReplaceStore, ResourceVersion: rv})
 	s.List.Staged, s.List.PageItems = 0, 0
 	s.List.Streaming, s.List.Continuing, s.List.Full, s.List.Whole, s.List.Continue = false, false, false, false, ""
+	s.List.StreamFailed = false // the next listing tries the watch-list again
 	s.Synced = true
 	s.Resume = fsm.ResumeState{} // a restored snapshot is synced by a full state too
 	s.Watch.Rejected = false

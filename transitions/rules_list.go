@@ -1,6 +1,9 @@
 package transitions
 
 import (
+	"net/http"
+	"time"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/rewatch/rewatch/fsm"
@@ -230,6 +233,33 @@ var listRules = []rule{
 		},
 	},
 	{
+		// A watch-list that failed in a way that may be its own, where a LIST may well work: a
+		// server error (a 500, another 5xx but a gateway's 502), an error the client cannot
+		// classify (a ListerWatcher whose Watch cannot take the request — client-go's fake
+		// source cannot parse the empty resourceVersion of a first watch-list), an ERROR event
+		// before the initial-events-end bookmark that neither asks to come back later nor says
+		// the RV expired, a frame that will not decode, or a stream closed in order within a
+		// second with nothing on it. The listing goes on as a LIST at once, as client-go's
+		// reflector falls back, and the next listing (a relist) tries the watch-list again, as
+		// client-go's next ListAndWatch does: waiting for a stream that may never come would
+		// never sync (docs/semantics.md, "Streaming list").
+		cause: fsm.CauseWatchListFailed, label: "watch-list failed → LIST this time", retry: true,
+		reads: []reading{
+			on(answersStream, fsm.EvWatchOpenFailed).anyOf(fsm.ClassesOf(fsm.ClassInternal, fsm.ClassTransport)).when(watchListFailed),
+			on(answersStream, fsm.EvWatchError).anyOf(fsm.ClassesOf(fsm.ClassInternal, fsm.ClassRejected)).when(watchListFailed),
+			on(answersStream, fsm.EvWatchEnded).class(fsm.ClassInternal),
+			on(answersStream, fsm.EvWatchEnded).when(veryShortStream),
+		},
+		rows: []fsm.Transition{stays(fsm.Listing), stays(fsm.Relisting)},
+		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
+			m.endRequest(s, &e, &out)
+			discardStaged(s, &out)
+			s.List.StreamFailed = true
+			m.startListing(s, &out)
+			return out
+		},
+	},
+	{
 		// A watch-list stream that broke off, whatever the reason: it has nothing to resume
 		// from.
 		cause: fsm.CauseInitialTransferCut, label: "initial transfer cut", retry: true,
@@ -371,6 +401,34 @@ func watchListRefused(_ *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 	err := statusError(e.Failure)
 	return apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)
 }
+
+// watchListFailed: a watch-list's failure that may be the watch-list's own rather than the
+// server's or the network's — a LIST would meet a busy server (429, 503, 504), a refused, reset
+// or timed-out connection and a gateway's 502 all the same, and those wait and stream again —
+// so the listing goes on as a LIST (watch-list-failed): a server error, an error the client
+// cannot classify (fsm.OtherTransport: not a Status, not a connection failure), and any ERROR
+// event read as internal or a refusal (docs/semantics.md, "Streaming list").
+func watchListFailed(_ *Machine, _ *fsm.Snapshot, e fsm.Event) bool {
+	f := e.Failure
+	switch classify(f) {
+	case fsm.ClassTransport:
+		return f.Transport == fsm.OtherTransport
+	case fsm.ClassInternal:
+		return f == nil || statusError(f).ErrStatus.Code != http.StatusBadGateway
+	}
+	return true
+}
+
+// veryShortStream: the watch-list closed in order within a second of opening, having delivered
+// nothing — what client-go's reflector reads as a VeryShortWatchError and answers with a LIST: a
+// ListerWatcher whose Watch ignores sendInitialEvents and has nothing to send
+// (watch.NewEmptyWatch) would otherwise be streamed again after every wait, and never synced.
+func veryShortStream(_ *Machine, s *fsm.Snapshot, e fsm.Event) bool {
+	return e.Failure == nil && s.Watch.Open && s.List.Staged == 0 && e.Now.Sub(s.Watch.OpenedAt) < veryShortStreamBound
+}
+
+// veryShortStreamBound is client-go's bound for a very short watch.
+const veryShortStreamBound = time.Second
 
 // listBrokeOff ends a listing's request that failed. A continuation page that can be retried
 // whole with its token (keepPages) drops what came of it; anything else — a first page, a

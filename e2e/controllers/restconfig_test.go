@@ -85,16 +85,16 @@ func TestForRESTConfigHonoursNamespacesAndSelectors(t *testing.T) {
 
 	wire := &wireLog{rt: b.Transport()}
 	base := &rest.Config{Host: b.URL(), Transport: wire, QPS: 500, Burst: 1000}
-	cfg, newInformer, err := informer.ForRESTConfig(base, nil, informer.Options{Logger: slog.New(slog.DiscardHandler)})
+	cr, err := informer.NewControllerRuntime(base, nil, informer.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	var (
 		mu    sync.Mutex
 		built []toolscache.SharedIndexInformer
 	)
-	mgr, err := ctrl.NewManager(cfg, manager.Options{
+	mgr, err := ctrl.NewManager(cr.RESTConfig, manager.Options{
 		Cache: crcache.Options{
 			NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-				inf := newInformer(lw, obj, resync, idx)
+				inf := cr.NewInformer(lw, obj, resync, idx)
 				mu.Lock()
 				built = append(built, inf)
 				mu.Unlock()
@@ -161,6 +161,40 @@ func TestForRESTConfigHonoursNamespacesAndSelectors(t *testing.T) {
 		require.IsType(t, &informer.Informer{}, inf)
 		require.Equal(t, "protobuf", inf.(*informer.Informer).Stats().AnsweredFormat, "only rewatch's HTTP transport reads")
 	}
+	// The cache's GetInformer hands out controller-runtime's multi-namespace wrapper; the
+	// ControllerRuntime reaches each informer's Stats by type, per namespace.
+	wrapped, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{})
+	require.NoError(t, err)
+	_, isRewatch := wrapped.(*informer.Informer)
+	require.False(t, isRewatch, "controller-runtime wraps the informers of several namespaces")
+	for _, obj := range []runtime.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
+		stats := cr.Stats(obj)
+		require.Len(t, stats, 2, "%T", obj)
+		for _, ns := range []string{ns1, ns2} {
+			require.True(t, stats[ns].Synced, "%T in %s", obj, ns)
+			require.Equal(t, "protobuf", stats[ns].AnsweredFormat, "%T in %s", obj, ns)
+		}
+	}
+}
+
+// A manager given the rest.Config ForRESTConfig was given — as an existing controller passes
+// its config — rather than the one it returned, gets no informer reading otherwise: the cache's
+// GetInformer fails with the error that says which config to pass.
+func TestForRESTConfigRefusesAManagerGivenTheOriginalConfig(t *testing.T) {
+	b := shared.Get(t)
+	base := &rest.Config{Host: b.URL(), Transport: b.Transport()}
+	_, newInformer, err := informer.ForRESTConfig(base, nil, informer.Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	mgr, err := ctrl.NewManager(base, manager.Options{
+		Cache:                  crcache.Options{NewInformer: newInformer},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 logr.Discard(),
+	})
+	require.NoError(t, err)
+	_, err = mgr.GetCache().GetInformer(t.Context(), &corev1.ConfigMap{})
+	require.Error(t, err)
+	require.ErrorContains(t, err, "give ctrl.NewManager that rest.Config")
 }
 
 func createConfigMap(t *testing.T, cs kubernetes.Interface, ns, name string, lbls map[string]string) {

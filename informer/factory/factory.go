@@ -32,13 +32,15 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -200,13 +202,40 @@ func (f *Factory) startedInformers() map[reflect.Type]cache.SharedIndexInformer 
 	return out
 }
 
-// InformerFor returns the factory's informer for obj's type, making it on first use. For a type
-// of client-go's scheme it is rewatch's, over the HTTP transport, in the factory's namespace
-// (for a namespaced resource) with its selectors, transform and resync period, and newFunc is
-// not called: client-go's typed informers pass their own constructor, which would make
-// client-go's informer. For any other type, and for a clientset without REST clients (client-go's
-// fake clientset), it is newFunc's, as in client-go's factory.
-func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
+// InformerFor returns the factory's informer for obj's type, making it on first use, as
+// client-go's factory does: the informer registered is the one newFunc returns, with the
+// factory's transform. One constructor is not called: the one client-go's generated typed
+// informers pass (factory.Core().V1().ConfigMaps().Informer() and every other), which would make
+// client-go's informer. For it, and for ForResource, the factory makes rewatch's informer of
+// the type, over the HTTP transport, in the factory's namespace (for a namespaced resource)
+// with its selectors, transform, resync period and informer name, and client-go's namespace
+// index. A constructor of the caller's own — a filtered informer with another namespace, a
+// field selector, indexers of its own — is honoured as it is; informer.NewInformerFuncIn makes
+// one that is rewatch's. For a type outside client-go's scheme, and for a clientset without
+// REST clients (client-go's fake clientset), newFunc is called whatever it is. A nil newFunc
+// asks for the factory's own informer (the one registered, or rewatch's).
+func (f *Factory) InformerFor(obj kruntime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
+	return f.informerFor(obj, newFunc, newFunc == nil || generatedConstructor(newFunc))
+}
+
+// generatedConstructor says whether newFunc is the constructor one of client-go's generated
+// typed informers passes to its factory: its defaultInformer method, which builds client-go's
+// informer with the factory's settings (and nothing of the caller's own).
+func generatedConstructor(newFunc internalinterfaces.NewInformerFunc) bool {
+	if newFunc == nil {
+		return false
+	}
+	fn := runtime.FuncForPC(reflect.ValueOf(newFunc).Pointer())
+	if fn == nil {
+		return false
+	}
+	name := fn.Name()
+	return strings.HasPrefix(name, "k8s.io/client-go/informers/") && strings.HasSuffix(name, ".defaultInformer-fm")
+}
+
+// informerFor is InformerFor; byDefault says newFunc is one the factory stands in for with
+// rewatch's informer where it can.
+func (f *Factory) informerFor(obj kruntime.Object, newFunc internalinterfaces.NewInformerFunc, byDefault bool) cache.SharedIndexInformer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	typ := reflect.TypeOf(obj)
@@ -218,7 +247,7 @@ func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.New
 		resync = f.defaultResync
 	}
 	var inf cache.SharedIndexInformer
-	if _, _, err := scheme.Scheme.ObjectKinds(obj); err == nil {
+	if _, _, err := scheme.Scheme.ObjectKinds(obj); byDefault && err == nil {
 		conn, cerr := informer.ClientsetConfig(f.client, obj, f.namespace, f.tweak)
 		if !errors.Is(cerr, informer.ErrNoRESTClient) {
 			// Any other error is the informer's to report when it runs.
@@ -245,17 +274,25 @@ func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.New
 
 // ForResource is the informer for a resource of client-go's scheme, by its group, version and
 // resource; it is the typed informer of the same type (ForResource(configmaps) and
-// Core().V1().ConfigMaps() share one). Resources client-go's factory has no informer for
-// are refused as client-go refuses them.
+// Core().V1().ConfigMaps() share one, whichever is asked first, named once for client-go's
+// informer metrics). Resources client-go's factory has no informer for are refused as
+// client-go refuses them.
 func (f *Factory) ForResource(resource schema.GroupVersionResource) (informers.GenericInformer, error) {
-	// client-go's own answer says whether the factory has an informer for the resource: it
-	// makes one of client-go's informers, never started, in a factory of its own, which is
-	// also the informer for a clientset without REST clients (InformerFor).
-	theirs, err := informers.NewSharedInformerFactoryWithOptions(f.client, f.defaultResync, f.options...).ForResource(resource)
-	if err != nil {
+	// client-go's own answer says whether the factory has an informer for the resource; asked
+	// of a factory without options, so that it reserves no informer name (the informer it
+	// makes, never started, is let go of).
+	if _, err := informers.NewSharedInformerFactory(f.client, 0).ForResource(resource); err != nil {
 		return nil, err
 	}
-	clientGos := func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer { return theirs.Informer() }
+	// For a clientset without REST clients, client-go's informer with the factory's options,
+	// as InformerFor makes it.
+	clientGos := func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
+		theirs, err := informers.NewSharedInformerFactoryWithOptions(f.client, f.defaultResync, f.options...).ForResource(resource)
+		if err != nil {
+			panic(fmt.Sprintf("factory: client-go's factory has an informer for %v, then none: %v", resource, err))
+		}
+		return theirs.Informer()
+	}
 	for gvk := range scheme.Scheme.AllKnownTypes() {
 		if gvk.GroupVersion() != resource.GroupVersion() {
 			continue
@@ -267,7 +304,7 @@ func (f *Factory) ForResource(resource schema.GroupVersionResource) (informers.G
 		if err != nil {
 			return nil, err
 		}
-		return genericInformer{inf: f.InformerFor(obj, clientGos), resource: resource.GroupResource()}, nil
+		return genericInformer{inf: f.informerFor(obj, clientGos, true), resource: resource.GroupResource()}, nil
 	}
 	return nil, fmt.Errorf("no informer found for %v", resource)
 }

@@ -66,6 +66,10 @@ type Config struct {
 	WarningHandler WarningHandler
 	// Clock turns a Retry-After HTTP-date into a wait. Default: the wall clock.
 	Clock clockx.Clock
+
+	// progressClock measures ListHeadersTimeout and ListProgressTimeout: the wall clock, for a
+	// stall is the network's time; tests set another (export_test.go).
+	progressClock clockx.Clock
 }
 
 // RateLimiter is what a LIST request waits on before it is sent (client-go's
@@ -172,6 +176,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Clock == nil {
 		c.Clock = clockx.Real()
+	}
+	if c.progressClock == nil {
+		c.progressClock = clockx.Real()
 	}
 	return c
 }

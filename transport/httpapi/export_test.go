@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/transport/httpapi/internal/wire"
 )
@@ -139,4 +140,10 @@ func DecodeStreamHeldWithForTest(mediaType string, d Decoder, body io.ReadCloser
 func DecodeStreamWithForTest(mediaType string, d Decoder, body io.ReadCloser, maxFrame int64, emit func(fsm.Event) bool) {
 	t := &Transport{cfg: Config{Decoder: d, MaxFrameBytes: maxFrame}}
 	t.decodeStream(context.Background(), body, mediaType, 1, nil, nil, emit)
+}
+
+// WithProgressClockForTest is c with the clock the LIST progress bounds are measured on.
+func WithProgressClockForTest(c Config, clock clockx.Clock) Config {
+	c.progressClock = clock
+	return c
 }

@@ -106,7 +106,7 @@ func (t *Transport) list(ctx context.Context, c *fsm.Command, held func(namespac
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	ctx, guard, stopGuard := transport.WithProgress(ctx, t.cfg.Clock)
+	ctx, guard, stopGuard := transport.WithProgress(ctx, t.cfg.progressClock)
 	defer stopGuard()
 	// A response that stops coming, its connection held open, is cancelled and reported as
 	// such (docs/semantics.md, "A response that stops halfway").

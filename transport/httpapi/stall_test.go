@@ -45,8 +45,8 @@ func TestAStalledListFails(t *testing.T) {
 			defer srv.Close()
 			defer close(release)
 			clock := clockx.NewMock(time.Unix(1000, 0))
-			tr, err := httpapi.New(httpapi.Config{Client: &http.Client{}, Server: srv.URL, Clock: clock,
-				Resource: httpapi.Resource{Version: "v1", Resource: "pods"}, Decoder: httpapi.Typed(scheme.Scheme), Format: httpapi.FormatJSON})
+			tr, err := httpapi.New(httpapi.WithProgressClockForTest(httpapi.Config{Client: &http.Client{}, Server: srv.URL,
+				Resource: httpapi.Resource{Version: "v1", Resource: "pods"}, Decoder: httpapi.Typed(scheme.Scheme), Format: httpapi.FormatJSON}, clock))
 			require.NoError(t, err)
 			events := make(chan fsm.Event, 64)
 			firstItem := make(chan struct{})

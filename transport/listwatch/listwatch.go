@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -75,7 +76,27 @@ func (t *Transport) expected(ctx context.Context, obj runtime.Object) bool {
 			return false
 		}
 	}
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GetKind() == "Table" && tableGroupVersions[u.GroupVersionKind().GroupVersion()] {
+		utilruntime.HandleErrorWithContext(ctx, nil, "Unsupported watch event object gvk", "reflector", t.name, "actualGVK", u.GroupVersionKind())
+		return false
+	}
 	return true
+}
+
+// tableGroupVersions are where server-side printing's Table lives: a ListerWatcher that asks
+// for Tables (the as=Table media type) hands over rows, not the objects a reflector caches, and
+// client-go's reflector refuses them, a Table LIST as a failed LIST and a Table watch event
+// dropped with an error (docs/semantics.md, "Stores").
+var tableGroupVersions = map[schema.GroupVersion]bool{metav1.SchemeGroupVersion: true, metav1beta1.SchemeGroupVersion: true}
+
+// tableList says, for a LIST answer of server-side printing's Table kind, which.
+func tableList(obj runtime.Object) (schema.GroupVersionKind, bool) {
+	u, ok := obj.(*unstructured.UnstructuredList)
+	if !ok {
+		return schema.GroupVersionKind{}, false
+	}
+	gvk := u.GroupVersionKind()
+	return gvk, gvk.Kind == "Table" && tableGroupVersions[gvk.GroupVersion()]
 }
 
 // WithClock sets the clock a watch's silence is measured on (default: the wall clock).
@@ -109,7 +130,8 @@ func (t *Transport) options(c *fsm.Command) metav1.ListOptions {
 	case fsm.CmdListPage:
 		o.Limit, o.Continue = c.Limit, c.Continue
 	case fsm.CmdOpenWatch:
-		o.Watch = true
+		// Watch is left to the ListerWatcher's WatchFunc, which sets it (client-go's generated
+		// clients do), as client-go's reflector leaves it: the options are the ones it passes.
 		o.AllowWatchBookmarks = c.Bookmarks
 		if c.TimeoutSeconds > 0 {
 			ts := c.TimeoutSeconds
@@ -201,6 +223,9 @@ func (t *Transport) list(ctx context.Context, c fsm.Command) (fsm.Event, bool) {
 	}
 	failed := func(err error) (fsm.Event, bool) {
 		return fsm.Event{Kind: fsm.EvListFailed, Request: c.Request, Failure: transport.Failure(&fsm.DecodeError{Err: err})}, ctx.Err() == nil
+	}
+	if gvk, table := tableList(obj); table {
+		return failed(fmt.Errorf("unsupported list gvk: %v, type: %s", gvk, t.name))
 	}
 	lm, err := meta.ListAccessor(obj)
 	if err != nil {

@@ -121,7 +121,7 @@ func TestWatchTranslatesEvents(t *testing.T) {
 			var got []fsm.Event
 			tr.Watch(context.Background(), fsm.Command{Kind: fsm.CmdOpenWatch, Request: 1, ResourceVersion: "5", Bookmarks: true, TimeoutSeconds: 300},
 				func(e fsm.Event) bool { got = append(got, e); return true })
-			require.True(t, opts.Watch)
+			require.False(t, opts.Watch, "Watch is the ListerWatcher's to set, as with client-go's reflector")
 			require.True(t, opts.AllowWatchBookmarks)
 			require.EqualValues(t, 300, *opts.TimeoutSeconds)
 			require.Equal(t, fsm.EvWatchOpened, got[0].Kind)
