@@ -677,3 +677,32 @@ func TestWatchSaysWhenTheCacheIsNotSaved(t *testing.T) {
 		}
 	}
 }
+
+// docs/cli.md, "Exit status": discovery whose answer stops halfway, the connection held open,
+// ends the command within --request-timeout (by default client-go's discovery client bounds
+// each request at 32 s), with kubectl's wording and exit status, rather than hang.
+func TestWatchDiscoveryThatStallsEnds(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"APIVersions","versions":["v1"`))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	writeKubeconfig(t, kubeconfig, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	code, _, stderr := runCLI(t, ctx, "watch", "configmaps", "--kubeconfig", kubeconfig, "--request-timeout", "1s")
+	if ctx.Err() != nil {
+		t.Fatalf("rewatch watch hung on a stalled discovery: %s", stderr)
+	}
+	if code != 1 || !strings.Contains(stderr, "Client.Timeout") && !strings.Contains(stderr, "deadline exceeded") && !strings.Contains(stderr, "timeout") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
