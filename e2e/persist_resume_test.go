@@ -22,7 +22,8 @@ import (
 // kube-apiserver sends 2 s before it when its watch cache has moved since the watch began, or
 // else on the clean end of the watch at that deadline ("A catch-up watch that the server ends
 // at its deadline"). Synced through the watch, with one LIST (the probe's one item) and no
-// relist, where the watch's first periodic bookmark would come after one or two minutes.
+// relist, where the watch's first periodic bookmark would come after one or two minutes; and
+// the watch after the catch-up is not cut for silence.
 func TestQuietResumeCatchesUpByTheCatchUpDeadline(t *testing.T) {
 	b := sharedReal(t)
 	e := newEnv(t, b, configMaps, 5)
@@ -43,6 +44,7 @@ func TestQuietResumeCatchesUpByTheCatchUpDeadline(t *testing.T) {
 	e.trans = nil
 	e.mu.Unlock()
 	before := len(e.requests(faultproxy.List))
+	watchesBefore := len(e.requests(faultproxy.Watch))
 	began := time.Now()
 	e.start(persisted)
 	require.True(t, waitFor(30*time.Second, e.r.HasSynced), "never synced:\n%s", e.describe())
@@ -58,6 +60,18 @@ func TestQuietResumeCatchesUpByTheCatchUpDeadline(t *testing.T) {
 	e.mu.Lock()
 	for _, tr := range e.trans {
 		assert.NotEqual(t, fsm.CauseCatchUpMissed, tr.Cause, "the catch-up watch was cut before it caught up")
+	}
+	e.mu.Unlock()
+
+	// The catch-up taught the silence rule no cadence ("A catch-up teaches the silence rule
+	// nothing"): the quiet resource's watch after it is not cut 5 s later. Twenty seconds on, two
+	// WATCHes: the catch-up and the usual one.
+	time.Sleep(20 * time.Second)
+	watches := e.requests(faultproxy.Watch)[watchesBefore:]
+	assert.Len(t, watches, 2, "the catch-up watch and the usual one, nothing cut for silence:\n%s", e.describe())
+	e.mu.Lock()
+	for _, tr := range e.trans {
+		assert.NotEqual(t, fsm.CauseWatchSilent, tr.Cause, "a quiet resource's watch was cut for silence")
 	}
 	e.mu.Unlock()
 }
