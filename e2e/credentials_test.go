@@ -34,6 +34,8 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // it used to send the old token at every backoff step for good while HasSynced stayed true.
 func TestCredentialsExpiredWhileRelistingAreRefreshed(t *testing.T) {
 	b := sharedReal(t)
+	// Most of its minute and a half is the once-a-minute bound: it waits beside the others.
+	t.Parallel()
 	real := b.(*testbackend.Real)
 	e := newEnv(t, b, configMaps, 5)
 	valid, expired := real.Server.Token(), "expired-token"

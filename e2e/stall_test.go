@@ -18,6 +18,8 @@ import (
 // stalled one and the paged one.
 func TestAStalledListIsAskedAgain(t *testing.T) {
 	b := sharedReal(t)
+	// Most of its minute is the progress bound: it waits beside the others.
+	t.Parallel()
 	const objects = 3000
 	e := newEnv(t, b, configMaps, 0)
 	for i := range objects {
