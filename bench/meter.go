@@ -177,12 +177,13 @@ func (m *Meter) Records() []RequestRecord {
 }
 
 // countingBody counts bytes read and reports the end of the body (error, EOF, or a Close
-// before either) once.
+// before either) once. A watch is closed from another goroutine than the one reading it
+// (client-go's StreamWatcher.Stop), so the end is told once whichever comes first.
 type countingBody struct {
 	rc    io.ReadCloser
 	add   func(int)
 	onEnd func()
-	ended bool
+	ended sync.Once
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
@@ -197,12 +198,11 @@ func (b *countingBody) Read(p []byte) (int, error) {
 }
 
 func (b *countingBody) end() {
-	if !b.ended {
-		b.ended = true
+	b.ended.Do(func() {
 		if b.onEnd != nil {
 			b.onEnd()
 		}
-	}
+	})
 }
 
 func (b *countingBody) Close() error {

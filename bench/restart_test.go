@@ -45,11 +45,13 @@ func TestRestartShort(t *testing.T) {
 // The short version of the fleet rollout (rewatch-bench fleet -scenarios rollout): every member
 // of a fleet restarted one after another while a writer runs. rewatch's members resume from
 // their persisted caches — at most a tenth of them transfer the full state — where each of
-// client-go's lists it; every store ends with the server's state.
+// client-go's lists it; every store ends with the server's state. The 600 objects are more than
+// a LIST's page (500), so a restart resumes through the watch rather than take its probe's page,
+// the whole collection, as its state.
 func TestFleetRolloutShort(t *testing.T) {
 	ctx, self := serverBenchmark(t, "starts a kube-apiserver and a fleet of processes per run")
 	const n = 10
-	rs, err := RunFleet(ctx, FleetOptions{Sizes: []int{n}, Objects: 300, Scenarios: []string{ScenarioRollout},
+	rs, err := RunFleet(ctx, FleetOptions{Sizes: []int{n}, Objects: 600, Scenarios: []string{ScenarioRollout},
 		Variants: []string{VariantRewatch, VariantClientGo}, WriteEvery: 50 * time.Millisecond, MatchTimeout: 2 * time.Minute, Self: self, Logf: t.Logf})
 	require.NoError(t, err)
 	var sb testWriter

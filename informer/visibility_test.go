@@ -160,7 +160,8 @@ func TestConformanceHandlerPanicLogsThroughKlog(t *testing.T) {
 		src.Add(configMap("boom"))
 		src.Add(configMap("after"))
 		h.waitFor(t, "after")
-		require.True(t, logged.contains("Observed a panic") && logged.contains(boom), "klog's logger got %v", logged.l)
+		require.Eventually(t, func() bool { return logged.contains("Observed a panic") && logged.contains(boom) },
+			10*time.Second, time.Millisecond, "klog's logger got %v", logged.get())
 	})
 }
 
