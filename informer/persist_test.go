@@ -64,7 +64,9 @@ func TestPersistedCacheIsRestoredAndSyncedOnlyOnceCaughtUp(t *testing.T) {
 
 	require.Equal(t, []string{"add a@1 initial=true", "add b@2 initial=true"}, r.waitFor(t, 2))
 	require.ElementsMatch(t, []string{"ns/a", "ns/b"}, inf.GetIndexer().ListKeys(), "a lister reads the restored objects")
-	require.Equal(t, rewatch.StartResuming, inf.Stats().Start.Way)
+	// The handlers hear the snapshot as soon as it is restored, before the probe answers.
+	require.Eventually(t, func() bool { return inf.Stats().Start.Way == rewatch.StartResuming }, 10*time.Second, time.Millisecond,
+		"the probe's page witnesses the snapshot's history and the watch resumes")
 	require.False(t, inf.HasSynced(), "synced on the snapshot, before catching up")
 	require.False(t, reg.HasSynced())
 
