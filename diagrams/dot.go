@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/rewatch/rewatch/fsm"
-	"github.com/rewatch/rewatch/fsm/fsmcheck"
 	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/transitions/fsmcheck"
 )
 
 // DOT renders the stateless machine built from transitions.Table (fsmcheck.NewStateless(fsm.Listing))

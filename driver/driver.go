@@ -12,8 +12,8 @@ import (
 
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/fsm"
-	"github.com/rewatch/rewatch/fsm/fsmcheck"
 	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/transitions/fsmcheck"
 )
 
 // eventBuffer decouples the stream reader from the store: a burst of frames (or LIST items) is

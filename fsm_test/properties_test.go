@@ -9,8 +9,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/rewatch/rewatch/fsm"
-	"github.com/rewatch/rewatch/fsm/fsmcheck"
 	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/transitions/fsmcheck"
 )
 
 // run is one random sequence: the machine, and every event with its outcome.
