@@ -150,18 +150,19 @@ type WatchSilence struct {
 	// LastFrame is when the last frame (event or bookmark) arrived, on this watch or one
 	// before it since the last full state: the gap to the next frame spans a re-watch, so the
 	// silence that ended a watch counts in the cadence. Zero: no frame since the last listing.
-	LastFrame time.Time `json:"lastFrame,omitzero"`
+	LastFrame Instant `json:"lastFrame,omitempty"`
 	// Gap is the cadence: the longest gap between frames, decaying by 1/64 at every frame, so
 	// that it follows a stream that speeds up within a few dozen frames and is not pulled
 	// down by one burst. GapKnown: a gap has been measured.
 	Gap      time.Duration `json:"gap,omitempty"`
 	GapKnown bool          `json:"gapKnown,omitempty"`
-	// For is the watch request the deadline belongs to, HeardAt when that watch last showed
-	// life (asked, opened, a frame), and Timer the armed deadline (0: none; the transport's
-	// WatchSilence bound is the only one).
-	For     uint64    `json:"for,omitempty"`
-	HeardAt time.Time `json:"heardAt,omitzero"`
-	Timer   uint64    `json:"timer,omitempty"`
+	// For is the watch request the deadline belongs to, HeardAt when that watch was asked for
+	// or opened, or a catch-up's frame came (the later of it and LastFrame is when the watch
+	// last showed life), and Timer the armed deadline (0: none; the transport's WatchSilence
+	// bound is the only one).
+	For     uint64  `json:"for,omitempty"`
+	HeardAt Instant `json:"heardAt,omitempty"`
+	Timer   uint64  `json:"timer,omitempty"`
 	// Cuts counts the watches ended for silence since the last frame: each next watch's
 	// bound triples, so that a stream that fell quiet for good is not cut again and again.
 	Cuts int `json:"cuts,omitempty"`
@@ -197,8 +198,8 @@ type ResumeState struct {
 	// ends cleanly at that deadline has caught up. LastFrame is when it last delivered a frame:
 	// a catch-up's frames are a backlog sent back to back and a bookmark timed by its short
 	// deadline, which say nothing of the resource's cadence (Watch.Silence does not learn them).
-	Timeout   int64     `json:"timeout,omitempty"`
-	LastFrame time.Time `json:"lastFrame,omitzero"`
+	Timeout   int64   `json:"timeout,omitempty"`
+	LastFrame Instant `json:"lastFrame,omitempty"`
 }
 
 // WaitState is the backoff: the timer armed, where it leads, and how far the backoff has gone.
@@ -260,3 +261,24 @@ func (h *RelistHistory) Recent(k int) (time.Time, bool) {
 	}
 	return h.Began[(h.Count-1-k)%RelistsKept], true
 }
+
+// Instant is a time as the hot path keeps it: Unix nanoseconds, 0 for none. A watch's frames
+// note when they came; as a time.Time that costs a third of a frame's step (the overflow
+// checks of Sub, 24-byte writes), as an integer a subtraction (docs/design.md, "The hot path
+// and stateless"). The machine's times are the events' (Event.Now), wall readings well within
+// the years an int64 of nanoseconds holds.
+type Instant int64
+
+// InstantOf is t as an Instant.
+func InstantOf(t time.Time) Instant { return Instant(t.UnixNano()) }
+
+// Time is the instant as a time.Time (UTC), the zero time for none.
+func (i Instant) Time() time.Time {
+	if i == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(i)).UTC()
+}
+
+// Sub is the duration i − j.
+func (i Instant) Sub(j Instant) time.Duration { return time.Duration(i - j) }

@@ -25,14 +25,32 @@ func (m *Machine) watchEvent(s *fsm.Snapshot, e *fsm.Event, out []fsm.Command) [
 	s.Watch.Events++
 	s.Watch.ExpiredStreak, s.Watch.FreshTried = 0, false
 	if catchingUp {
-		// A catch-up's frames teach the silence rule no cadence (fsm.ResumeState.LastFrame).
-		s.Resume.LastFrame, s.Watch.Silence.HeardAt = e.Now, e.Now
+		// A catch-up's frames teach the silence rule no cadence (fsm.ResumeState.LastFrame),
+		// but the watch was heard from.
+		now := fsm.InstantOf(e.Now)
+		s.Resume.LastFrame, s.Watch.Silence.HeardAt = now, now
 	} else {
 		frameHeard(s, e.Now)
 	}
 	if e.Type != fsm.Bookmark {
-		out = append(out, fsm.Command{Kind: fsm.CmdApply, Type: e.Type, Key: e.Key, ResourceVersion: e.ResourceVersion, Object: e.Object})
+		out = apply(out, e)
 	}
+	return out
+}
+
+// apply appends the store change of a watch frame. It fills the command in its place in out:
+// a composite literal appended is built in a temporary and copied (a Command is 200 bytes),
+// which costs a third of a watch frame's step.
+func apply(out []fsm.Command, e *fsm.Event) []fsm.Command {
+	n := len(out)
+	if n == cap(out) {
+		out = append(out, fsm.Command{})
+	} else {
+		out = out[:n+1]
+		out[n] = fsm.Command{}
+	}
+	c := &out[n]
+	c.Kind, c.Type, c.Key, c.ResourceVersion, c.Object = fsm.CmdApply, e.Type, e.Key, e.ResourceVersion, e.Object
 	return out
 }
 
@@ -69,7 +87,7 @@ func (m *Machine) endRequest(s *fsm.Snapshot, e *fsm.Event, out *[]fsm.Command) 
 // streamOpened notes that the server opened the stream in flight.
 func streamOpened(s *fsm.Snapshot, e *fsm.Event) {
 	s.Watch.Open, s.Watch.OpenedAt, s.Watch.Rejected = true, e.Now, false
-	s.Watch.Silence.HeardAt = e.Now
+	s.Watch.Silence.HeardAt = fsm.InstantOf(e.Now)
 }
 
 // streamClosed forgets the current stream; the streaks that span watches stay.

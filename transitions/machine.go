@@ -55,7 +55,9 @@ func (m *Machine) Step(s *fsm.Snapshot, e *fsm.Event, out []fsm.Command) []fsm.C
 	if !ok {
 		return out
 	}
-	row = m.relistRow(s, e, row)
+	if m.mayHoldRelist(row) { // relistRow, with its test inlined: every event passes here
+		row = m.heldRelistRow(s, e, row)
+	}
 	m.effectsBeforeMove(s, e, cause, row, &out)
 	s.State, s.Cause = row.To, row.Cause
 	return out

@@ -63,7 +63,21 @@ func deferredRelist() fsm.Transition {
 // row that waits anyway keeps its cause; beginRelist lengthens its wait. Step and Classify both
 // read it, so it changes nothing.
 func (m *Machine) relistRow(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition) fsm.Transition {
-	if row.BeginsRelist() && row.To == fsm.Relisting && m.relistWait(s, e) > 0 {
+	if m.mayHoldRelist(row) {
+		return m.heldRelistRow(s, e, row)
+	}
+	return row
+}
+
+// mayHoldRelist: the row begins a relist at once, and the configuration has relist rules that
+// may hold it back. Every event asks it: it inlines, and the rules are asked only then.
+func (m *Machine) mayHoldRelist(row fsm.Transition) bool {
+	return row.To == fsm.Relisting && row.From == fsm.Watching && len(m.relistRules) > 0
+}
+
+// heldRelistRow is relistRow's decision for a row mayHoldRelist lets through.
+func (m *Machine) heldRelistRow(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition) fsm.Transition {
+	if m.relistWait(s, e) > 0 {
 		return deferredRelist()
 	}
 	return row

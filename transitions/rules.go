@@ -130,6 +130,11 @@ func init() {
 	if row := deferredRelist(); !row.BeginsRelist() || row.To != fsm.Backoff {
 		panic("transitions: the table has no row Watching --relist-deferred--> Backoff, Then: Relisting")
 	}
+	// The step calls the watch event's effect directly and nothing else (effectsBeforeMove):
+	// its rule must state nothing else for the step to do.
+	if w := ruleOf[fsm.CauseWatchEvent]; len(w.rows) != 1 || w.rows[0] != stays(fsm.Watching) || w.accepted || w.wait != nil {
+		panic("transitions: the watch event's rule is the hot path's: one row, Watching to Watching, and no fact the step applies")
+	}
 }
 
 func allRules() []rule {
@@ -247,11 +252,15 @@ func (m *Machine) cause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 			on = answersWatch
 		}
 	}
+	if e.Kind < numEventKinds {
+		// A kind read by one reading alone (a frame on the watch) is its cause, without a look
+		// at the readings (only holds no cause for a kind past them).
+		if c := only[on][e.Kind]; c != fsm.NoCause && e.Failure == nil {
+			return c
+		}
+	}
 	if int(e.Kind) >= len(readings[on]) {
 		return fsm.NoCause
-	}
-	if c := only[on][e.Kind&(numEventKinds-1)]; c != fsm.NoCause && e.Failure == nil {
-		return c
 	}
 	class := eventClass(e)
 	var fallback fsm.Cause
@@ -294,19 +303,25 @@ func eventClass(e *fsm.Event) fsm.Class {
 // beginRelist, and any other row into Backoff arms its timer, after the rule's own effect; and
 // the deadline of the watch in flight is kept (keepDeadline, silence.go).
 func (m *Machine) effectsBeforeMove(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, row fsm.Transition, out *[]fsm.Command) {
+	if s.List.EndTimer != 0 && cause != fsm.CauseInitialEvent && cause != fsm.CauseInitialEventsCheck {
+		endDeadlineOff(s, row, out)
+	}
+	if cause == fsm.CauseWatchEvent {
+		// The hot path, called directly: an effect called through its rule takes the event
+		// by value, and the copy would cost a tenth of a watch frame's step. Its rule states
+		// no fact the step applies (a frame on a stream not reported open is accepted in
+		// watchEvent), and its row stays in Watching.
+		*out = m.watchEvent(s, e, *out)
+		if !deadlineHolds(s, row) { // keepDeadline, its hot path inlined
+			m.moveDeadline(s, e, row, out)
+		}
+		return
+	}
 	r := ruleOf[cause]
 	if r.accepted {
 		accepted(s)
 	}
-	if s.List.EndTimer != 0 && cause != fsm.CauseInitialEvent && cause != fsm.CauseInitialEventsCheck {
-		endDeadlineOff(s, row, out)
-	}
-	switch {
-	case cause == fsm.CauseWatchEvent:
-		// The hot path, called directly: an effect called through its rule takes the event
-		// by value, and the copy would cost a tenth of a watch frame's step.
-		*out = m.watchEvent(s, e, *out)
-	case r.effect != nil:
+	if r.effect != nil {
 		*out = r.effect(m, s, *e, *out)
 	}
 	switch {
