@@ -189,7 +189,7 @@ func (s Snapshot) String() string {
 	if s.RetryAfter.Repeats > 0 {
 		field(&b, "retry-after-repeats", strconv.Itoa(s.RetryAfter.Repeats))
 	}
-	if !s.InternalErrors.Start.IsZero() {
+	if s.InternalErrors.Live(&s.Moments) {
 		// The streak's re-watches so far; its age is the transcript's clock minus its start.
 		field(&b, "internal-streak", strconv.Itoa(s.InternalErrors.Rewatches))
 	}

@@ -11,7 +11,7 @@ import (
 // or replayed from.
 //
 // The top level holds what every concern shares: the state, the resume point, whether the store
-// has synced and the request in flight. The rest is grouped by the concern that owns it, and
+// has synced, the request in flight and the moments that end streaks. The rest is grouped by the concern that owns it, and
 // each rule of transitions reads and writes its own group: List (the listing in progress),
 // Server (what the server has shown about itself), Watch (the stream and the streaks of ended
 // watches), Wait (the backoff), InternalErrors and RetryAfter (their streaks), Relists (when the
@@ -40,6 +40,8 @@ type Snapshot struct {
 	// Request is the id of the request in flight (0: none); Seq hands out request and timer ids.
 	Request uint64 `json:"request,omitempty"`
 	Seq     uint64 `json:"seq,omitempty"`
+	// Moments counts the moments of the watch's life that end the rules' streaks (Streak).
+	Moments Moments `json:"moments,omitzero"`
 
 	List           ListState      `json:"list,omitzero"`
 	Server         ServerFacts    `json:"server,omitzero"`
@@ -127,17 +129,19 @@ type WatchState struct {
 	// Progressed: the current stream has moved LastRV (an object event, or a bookmark with a
 	// new RV). A stream that has not counts as delivering nothing when it ends quickly.
 	Progressed bool `json:"progressed,omitempty"`
+	// The streaks that span watches, each ended where the rule that counts it says
+	// (transitions/rules_watch.go):
 	// QuickEnds counts consecutive watches that ended quickly without moving the RV.
-	QuickEnds int `json:"quickEnds,omitempty"`
+	QuickEnds Streak `json:"quickEnds,omitzero"`
 	// ExpiredStreak counts 410s since the last watch event.
-	ExpiredStreak int `json:"expiredStreak,omitempty"`
-	// Rejected: a watch or a LIST was refused with a client error (401, 403, 404, …) and no
-	// watch has opened nor a listing completed since; a second refused watch relists, and a
-	// second refused LIST waits the grown backoff.
-	Rejected bool `json:"rejected,omitempty"`
+	ExpiredStreak Streak `json:"expiredStreak,omitzero"`
+	// Rejected counts the watches and LISTs refused with a client error (401, 403, 404, …)
+	// since a watch last opened or a listing completed; after one, a second refused watch
+	// relists, and a second refused LIST waits the grown backoff.
+	Rejected Streak `json:"rejected,omitzero"`
 	// FreshTried: a 410 from a watch cache younger than LastRV was answered by a re-watch on
 	// a fresh connection, and no watch event has arrived since; the next 410 relists.
-	FreshTried bool `json:"freshTried,omitempty"`
+	FreshTried Streak `json:"freshTried,omitzero"`
 
 	// Silence is the stream's cadence and deadline (docs/semantics.md, "silent watch").
 	Silence WatchSilence `json:"silence,omitzero"`
@@ -216,11 +220,17 @@ type WaitState struct {
 // InternalStreak is the current streak of InternalErrors. Only progress or a completed LIST
 // ends a streak.
 type InternalStreak struct {
-	// Start is when the streak began (zero: none), Rewatches how many watches it has re-opened
-	// since.
+	// Start is when the streak began, Rewatches how many watches it has re-opened since; they
+	// mean something while the streak is live (Live).
 	Start     time.Time `json:"start,omitzero"`
 	Rewatches int       `json:"rewatches,omitempty"`
+	// Streak is the streak's life: counted at its first error, ended by the moments its rule
+	// names.
+	Streak Streak `json:"streak,omitzero"`
 }
+
+// Live reports whether a streak of InternalErrors is under way.
+func (k *InternalStreak) Live(m *Moments) bool { return k.Streak.Count(m) > 0 }
 
 // RetryAfterRun counts the honoured Retry-After waits since the server last accepted a request
 // (answered a LIST page, opened a watch): from the second on, a Retry-After is spread

@@ -213,7 +213,7 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 				// the same (docs/semantics.md, "watch refused", "LIST fails").
 				honoured = false
 				from := st.before.Wait.Attempt
-				if c.Reason == fsm.CauseWatchRejectedOnce || c.Reason == fsm.CauseListRejected && !st.before.Watch.Rejected {
+				if c.Reason == fsm.CauseWatchRejectedOnce || c.Reason == fsm.CauseListRejected && st.before.Watch.Rejected.Count(&st.before.Moments) == 0 {
 					from = 0
 				}
 				lo, hi := bounds(cfg, from)

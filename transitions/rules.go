@@ -366,3 +366,19 @@ func (r reading) when(cond func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool) 
 }
 
 func (r reading) otherwise() reading { r.fallback = true; return r }
+
+// streak is a streak a rule counts (fsm.Streak): where the snapshot keeps it, and the moments
+// that end it. A rule declares its streaks beside itself, and nothing else resets them.
+type streak struct {
+	of   func(s *fsm.Snapshot) *fsm.Streak
+	ends fsm.MomentSet
+}
+
+// count is the streak's length now.
+func (k streak) count(s *fsm.Snapshot) int { return k.of(s).Count(&s.Moments) }
+
+// add counts one more.
+func (k streak) add(s *fsm.Snapshot) { k.of(s).Add(&s.Moments, k.ends) }
+
+// end ends the streak now.
+func (k streak) end(s *fsm.Snapshot) { k.of(s).End() }
