@@ -226,7 +226,7 @@ func (m *Machine) replace(s *fsm.Snapshot, rv string, now time.Time, out *[]fsm.
 	s.List.StreamFailed = false // the next listing tries the watch-list again
 	s.Synced = true
 	s.Resume = fsm.ResumeState{} // a restored snapshot is synced by a full state too
-	s.Moments.Listings++        // a moment that ends streaks (fsm.AtListing)
+	s.Moments.Listings++         // a moment that ends streaks (fsm.AtListing)
 	s.RVAdvancedAt = now
 	forgetFrames(s)
 	if rv != "" {
