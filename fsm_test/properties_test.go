@@ -47,7 +47,7 @@ func drawRun(t *rapid.T) run {
 			case fsm.CmdWatchDeadline:
 				ms.deadlineDue = g.event.Now.Add(c.Delay)
 			case fsm.CmdAsk:
-				ms.asking = c.Request
+				ms.asking = c
 			}
 		}
 		r.steps = append(r.steps, runStep{gen: g, before: before, after: s, cause: cause, commands: cmds})
@@ -565,11 +565,10 @@ func TestPropertyCredentialsRefreshedAtMostOnceAMinute(t *testing.T) {
 		for i, st := range r.steps {
 			e := st.gen.event
 			for _, c := range st.commands {
-				if c.Kind != fsm.CmdAsk {
+				if c.Kind != fsm.CmdAsk || c.Hook != fsm.HookRefreshCredentials {
 					continue
 				}
 				require.True(t, r.m.Config().CredentialsRefresh, "step %d: asked a caller without the hook", i)
-				require.Equal(t, fsm.HookRefreshCredentials, c.Hook)
 				listing := st.before.State == fsm.Listing || st.before.State == fsm.Relisting
 				require.True(t, st.before.Synced || listing, "step %d: a watch's 401 asked before the store synced", i)
 				f := e.Failure
