@@ -172,6 +172,10 @@ type CauseFacts struct {
 	// Retry-After after it is a new rejection rather than a repeat (docs/semantics.md, "a
 	// repeated Retry-After").
 	Accepted bool
+	// Start: the cause answers the start itself, or the probe of a persisted snapshot — the
+	// start's, which only the first fill takes (ListingAndRelisting). Read from how the rule
+	// reads events.
+	Start bool
 }
 
 // Avoidance says when a cause avoids a LIST that a relist-on-error reflector would make.

@@ -187,7 +187,7 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 					}
 					return lo, hi
 				}
-				if cfg.MaxRelists > 0 && transitions.Table.BeginsRelist(c.Reason) {
+				if r.m.HoldsRelists() && transitions.Table.BeginsRelist(c.Reason) {
 					// A relist's wait is its relist rules' to lengthen (TestPropertyRelistCapHolds).
 					// One they lengthened past the Retry-After is theirs, not the server's, and
 					// the next Retry-After is a first one again, as after the backoff's own wait.

@@ -27,6 +27,10 @@ func relistRules(cfg Config) []relistRule {
 	return rules
 }
 
+// HoldsRelists reports whether the configuration holds relists to rules (MaxRelists, …): a
+// relist's wait may then be theirs rather than its row's (docs/semantics.md, "Relists").
+func (m *Machine) HoldsRelists() bool { return len(m.relistRules) > 0 }
+
 // relistCapWindow is the window MaxRelists counts relists in.
 const relistCapWindow = 10 * time.Minute
 

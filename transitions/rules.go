@@ -2,6 +2,7 @@ package transitions
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rewatch/rewatch/fsm"
@@ -160,10 +161,12 @@ func build(rules []rule) (*fsm.Table, error) {
 		ruleOf[r.cause] = r
 		var classes fsm.Classes
 		timer := false
+		start := len(r.reads) > 0 // it reads the start or the probe alone
 		for j := range r.reads {
 			rd := &r.reads[j]
 			classes |= rd.classes
 			timer = timer || rd.on == answersTimer
+			start = start && (rd.on == answersProbe || rd.on == answersNothing && slices.Equal(rd.kinds, []fsm.EventKind{fsm.EvStart}))
 			for _, k := range rd.kinds {
 				into := &readings[rd.on]
 				if rd.fallback {
@@ -184,7 +187,7 @@ func build(rules []rule) (*fsm.Table, error) {
 		}
 		facts = append(facts, fsm.CauseFacts{
 			Cause: r.cause, Label: r.label, Classes: classes &^ fsm.ClassesOf(fsm.NoClass),
-			Retry: r.retry, AvoidsList: r.avoidsList, Accepted: r.accepted,
+			Retry: r.retry, AvoidsList: r.avoidsList, Accepted: r.accepted, Start: start,
 		})
 	}
 	for on := range fallbacks {
