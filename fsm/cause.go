@@ -122,8 +122,7 @@ var causeIDs = [numCauses]causeName{
 
 	CauseWatchOpened: {ID: "watch-opened"},
 	CauseWatchEvent:  {ID: "watch-event"},
-	// Named for what it covers (429, 503, 504 server timeout); journals before the rename
-	// called it too-many-requests.
+	// Journals before it was renamed call it too-many-requests.
 	CauseServerBusy:              {ID: "server-busy", Aliases: []string{"too-many-requests"}},
 	CauseInternalErrorInWindow:   {ID: "internal-error-in-window"},
 	CauseInternalErrorPastWindow: {ID: "internal-error-past-window"},

@@ -63,8 +63,8 @@ var watchRules = []rule{
 		},
 	},
 	{
-		// Named for what it covers (429, 503, 504 server timeout).
-		cause: fsm.CauseServerBusy, label: "429 / Retry-After (also 503, server timeout)",
+		// A failure of class busy, whichever answer it was (fsm.ClassBusy).
+		cause: fsm.CauseServerBusy, label: "server busy / Retry-After → wait, re-WATCH",
 		retry: true, avoidsList: fsm.AvoidsList,
 		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassBusy)},
 		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Watching)},
