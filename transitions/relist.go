@@ -89,19 +89,23 @@ func (m *Machine) heldRelistRow(s *fsm.Snapshot, e *fsm.Event, row fsm.Transitio
 
 // beginRelist performs a row that begins a relist, after the particular effects of the cause
 // that took it: the LIST goes out now, or the wait is armed after which it will — the row's
-// own wait (a second 410, a second refusal) lasting at least what the rules ask, a deferred
-// relist exactly what they ask (it is no failure streak, so the backoff does not advance).
+// own wait (its rule's, or the usual delay: a second 410, a second refusal) lasting at least
+// what the rules ask; a deferred relist's is exactly what they ask (deferredWait).
 func (m *Machine) beginRelist(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
-	switch {
+	switch r := ruleOf[row.Cause]; {
 	case row.To == fsm.Relisting:
 		m.relistNow(s, e, out)
-	case row.Cause == fsm.CauseRelistDeferred:
-		m.backoff(s, row, m.rulesWait(s, m.relistWait(s, e)), out)
-	case row.Cause == fsm.CauseTooLargeRV:
-		m.backoff(s, row, m.atLeastRulesWait(s, e, m.lagDelay(s, e)), out)
+	case r.wait != nil:
+		m.backoff(s, row, m.atLeastRulesWait(s, e, r.wait(m, s, *e)), out)
 	default:
 		m.backoff(s, row, m.atLeastRulesWait(s, e, m.delay(s, e, row.Then)), out)
 	}
+}
+
+// deferredWait is the wait of a relist the rules held back: what they ask (it is no failure
+// streak, so the backoff does not advance).
+func (m *Machine) deferredWait(s *fsm.Snapshot, e fsm.Event) time.Duration {
+	return m.rulesWait(s, m.relistWait(s, &e))
 }
 
 // atLeastRulesWait lengthens a row's own wait d to what the relist rules ask, when they ask

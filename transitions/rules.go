@@ -34,8 +34,9 @@ type rule struct {
 	// effect is what is particular to the cause; nil: nothing. What its facts and rows say is
 	// done for every cause alike (effectsBeforeMove).
 	effect effectBeforeMove
-	// wait, for a rule whose row waits without beginning a relist, is how long; nil: the
-	// usual delay (wait.go). It runs after effect.
+	// wait, for a rule whose row waits, is how long; nil: the usual delay (wait.go). It runs
+	// after effect; for a row that begins a relist, the relist rules may lengthen it
+	// (beginRelist).
 	wait func(m *Machine, s *fsm.Snapshot, e fsm.Event) time.Duration
 }
 
@@ -298,8 +299,8 @@ func eventClass(e *fsm.Event) fsm.Class {
 
 // effectsBeforeMove updates s and emits the commands of the row the event takes, for the cause
 // the event was read as: the row's own cause, or, for a relist the relist rules held back (the
-// row's cause is then fsm.CauseRelistDeferred), the watch failure that began it. Step moves
-// s.State and s.Cause to the row's after it.
+// row's cause is then fsm.CauseRelistDeferred), the watch failure that began it, and then the
+// row's rule's. Step moves s.State and s.Cause to the row's after it.
 //
 // What the rule's facts and row say is applied here for every cause alike: a cause the server
 // accepted a request with resets the Retry-After run; a row that begins a relist goes through
@@ -326,6 +327,13 @@ func (m *Machine) effectsBeforeMove(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cau
 	}
 	if r.effect != nil {
 		*out = r.effect(m, s, *e, *out)
+	}
+	if row.Cause != cause {
+		// The relist stage took its own row for the failure's (relistRow): the failure's
+		// effect has run, and the row's rule adds its own.
+		if sub := ruleOf[row.Cause]; sub.effect != nil {
+			*out = sub.effect(m, s, *e, *out)
+		}
 	}
 	switch {
 	case row.BeginsRelist():

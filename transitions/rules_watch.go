@@ -170,6 +170,7 @@ var watchRules = []rule{
 			m.watchFailed(s, &e, &out)
 			return out
 		},
+		wait: func(m *Machine, s *fsm.Snapshot, e fsm.Event) time.Duration { return m.lagDelay(s, &e) },
 	},
 	{
 		// The first refusal since a watch was last accepted re-watches after the wait: right
@@ -196,6 +197,7 @@ var watchRules = []rule{
 		// back unless configured (docs/semantics.md, "Relists").
 		cause: fsm.CauseRelistDeferred, label: "relist held back by a relist rule", retry: true,
 		rows: []fsm.Transition{waits(fsm.Watching, fsm.Relisting)},
+		wait: (*Machine).deferredWait,
 	},
 	{
 		// A 401 to a watch after the server had accepted the reflector's credentials: they
