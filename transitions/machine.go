@@ -55,7 +55,7 @@ func (m *Machine) Step(s *fsm.Snapshot, e *fsm.Event, out []fsm.Command) []fsm.C
 	if !ok {
 		return out
 	}
-	if m.mayHoldRelist(row) { // relistRow, with its test inlined: every event passes here
+	if mayHoldRelist(row) { // relistRow, with its test inlined: every event passes here
 		row = m.heldRelistRow(s, e, row)
 	}
 	m.effectsBeforeMove(s, e, cause, row, &out)

@@ -62,27 +62,31 @@ func deferredRelist() fsm.Transition {
 	return row
 }
 
-// relistRow is the row an event takes once the relist rules have had their say: a row that
-// would begin a relist at once takes the table's deferred row instead when a rule says wait. A
-// row that waits anyway keeps its cause; beginRelist lengthens its wait. Step and Classify both
-// read it, so it changes nothing.
+// relistRow is the row an event takes once the relist stage has had its say: a row that would
+// begin a relist at once is taken by the first rule of the stage that takes it (rule.takesRelist:
+// relist-deferred, when a relist rule says wait), whose row replaces it. A row that waits anyway
+// keeps its cause; beginRelist lengthens its wait. Step and Classify both read it, so it
+// changes nothing.
 func (m *Machine) relistRow(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition) fsm.Transition {
-	if m.mayHoldRelist(row) {
+	if mayHoldRelist(row) {
 		return m.heldRelistRow(s, e, row)
 	}
 	return row
 }
 
-// mayHoldRelist: the row begins a relist at once, and the configuration has relist rules that
-// may hold it back. Every event asks it: it inlines, and the rules are asked only then.
-func (m *Machine) mayHoldRelist(row fsm.Transition) bool {
-	return row.To == fsm.Relisting && row.From == fsm.Watching && len(m.relistRules) > 0
+// mayHoldRelist: the row begins a relist at once, which the relist stage may take. Every event
+// asks it: it inlines, and the stage is asked only then.
+func mayHoldRelist(row fsm.Transition) bool {
+	return row.To == fsm.Relisting && row.From == fsm.Watching
 }
 
 // heldRelistRow is relistRow's decision for a row mayHoldRelist lets through.
 func (m *Machine) heldRelistRow(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition) fsm.Transition {
-	if m.relistWait(s, e) > 0 {
-		return deferredRelist()
+	for _, r := range relistStage {
+		if r.takesRelist(m, s, *e, row) {
+			stage, _ := Table.Lookup(fsm.Watching, r.cause)
+			return stage
+		}
 	}
 	return row
 }

@@ -34,6 +34,11 @@ type rule struct {
 	// effect is what is particular to the cause; nil: nothing. What its facts and rows say is
 	// done for every cause alike (effectsBeforeMove).
 	effect effectBeforeMove
+	// takesRelist makes the rule one of the relist stage's (relistRow): it says whether the rule
+	// takes a relist about to begin at once (row, out of Watching into Relisting), whose row
+	// its own row out of Watching then replaces; the failure's effect runs, then the rule's.
+	// The first rule of the stage that takes it does. No event is read as such a rule.
+	takesRelist func(m *Machine, s *fsm.Snapshot, e fsm.Event, row fsm.Transition) bool
 	// wait, for a rule whose row waits, is how long; nil: the usual delay (wait.go). It runs
 	// after effect; for a row that begins a relist, the relist rules may lengthen it
 	// (beginRelist).
@@ -112,6 +117,8 @@ var (
 	ruleOf [256]*rule
 	// readings indexes the readings by what the event answers and its kind, fallbacks last.
 	readings [numAnswers][][]readingOf
+	// relistStage are the rules that may take a relist about to begin, in order (takesRelist).
+	relistStage []*rule
 	// only holds, by what the event answers and its kind, the cause of the one reading when
 	// there is one and it takes every such event that carries no failure: a watch frame on the
 	// watch, found without a look at the event's class or a condition.
@@ -160,6 +167,12 @@ func build(rules []rule) (*fsm.Table, error) {
 			return nil, fmt.Errorf("transitions: two rules for %s", r.cause)
 		}
 		ruleOf[r.cause] = r
+		if r.takesRelist != nil {
+			if len(r.rows) != 1 || r.rows[0].From != fsm.Watching || len(r.reads) > 0 {
+				return nil, fmt.Errorf("transitions: %s takes relists: one row out of Watching, and no reading", r.cause)
+			}
+			relistStage = append(relistStage, r)
+		}
 		var classes fsm.Classes
 		timer := false
 		start := len(r.reads) > 0 // it reads the start or the probe alone

@@ -197,6 +197,9 @@ var watchRules = []rule{
 		// back unless configured (docs/semantics.md, "Relists").
 		cause: fsm.CauseRelistDeferred, label: "relist held back by a relist rule", retry: true,
 		rows: []fsm.Transition{waits(fsm.Watching, fsm.Relisting)},
+		takesRelist: func(m *Machine, s *fsm.Snapshot, e fsm.Event, _ fsm.Transition) bool {
+			return len(m.relistRules) > 0 && m.relistWait(s, &e) > 0
+		},
 		wait: (*Machine).deferredWait,
 	},
 	{
