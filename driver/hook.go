@@ -23,6 +23,21 @@ func Acting(act func(ctx context.Context) error) Hook {
 	return func(ctx context.Context) (fsm.Answer, error) { return nil, act(ctx) }
 }
 
+// Answering is the Hook of a question answered with a value of type T, the question's answer
+// type (a façade option's typed function). Answering(nil) is no hook.
+func Answering[T fsm.Answer](f func(ctx context.Context) (T, error)) Hook {
+	if f == nil {
+		return nil
+	}
+	return func(ctx context.Context) (fsm.Answer, error) {
+		a, err := f(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
+	}
+}
+
 // answer calls the caller's hook for the question c asks, and makes what it returned the
 // machine's event: its answer, or its error — a missing hook's, or a hook's answer of
 // another type than the question's — as the event's failure.

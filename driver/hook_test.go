@@ -14,6 +14,11 @@ type strayAnswer struct{}
 
 func (strayAnswer) MarshalText() ([]byte, error) { return []byte("stray"), nil }
 
+func TestNoFunctionIsNoHook(t *testing.T) {
+	assert.Nil(t, Acting(nil))
+	assert.Nil(t, Answering[strayAnswer](nil))
+}
+
 // What a hook returned becomes the machine's event: its answer, or its error as the event's
 // failure — a missing hook's, and an answer of another type than its question's, which the
 // driver does not pass on (the machine would read it as nothing it knows).
