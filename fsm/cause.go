@@ -175,6 +175,13 @@ type CauseFacts struct {
 	// start's, which only the first fill takes (ListingAndRelisting). Read from how the rule
 	// reads events.
 	Start bool
+	// Answer: the cause reads the caller's answer to a question (EvAnswer), so what it does —
+	// how long it waits, say — may be the caller's word. Read from how the rule reads events.
+	Answer bool
+	// HoldsRelist: the cause takes a relist about to begin at once, to hold it back (a relist
+	// rule's wait, a question for the caller): its row replaces the relist's, and the relist
+	// begins later, on another row.
+	HoldsRelist bool
 }
 
 // Avoidance says when a cause avoids a LIST that a relist-on-error reflector would make.

@@ -32,13 +32,22 @@ func newFailingWatch(t *rapid.T, cfg transitions.Config) *failingWatch {
 	return f
 }
 
+// step applies e, and answers at once a question the machine asks its caller, as a caller that
+// gives its hook's first answer (fsm.Hook.Examples): it returns the commands of both.
 func (f *failingWatch) step(e fsm.Event) []fsm.Command {
 	e.Now = f.now
 	var cmds []fsm.Command
 	f.s, cmds = f.m.Next(f.s, e)
 	for _, c := range cmds {
-		if c.Kind == fsm.CmdListPage || c.Kind == fsm.CmdOpenWatch {
+		switch c.Kind {
+		case fsm.CmdListPage, fsm.CmdOpenWatch:
 			f.requests = append(f.requests, f.now)
+		case fsm.CmdAsk:
+			answer := fsm.Event{Kind: fsm.EvAnswer, Request: c.Request, Hook: c.Hook}
+			if c.Hook.Answers() {
+				answer.Answer, _ = c.Hook.ParseAnswer(c.Hook.Examples()[0])
+			}
+			return append(cmds, f.step(answer)...)
 		}
 	}
 	return cmds

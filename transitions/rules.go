@@ -176,11 +176,13 @@ func build(rules []rule) (*fsm.Table, error) {
 		var classes fsm.Classes
 		timer := false
 		start := len(r.reads) > 0 // it reads the start or the probe alone
+		answer := false
 		for j := range r.reads {
 			rd := &r.reads[j]
 			classes |= rd.classes
 			timer = timer || rd.on == answersTimer
 			start = start && (rd.on == answersProbe || rd.on == answersNothing && slices.Equal(rd.kinds, []fsm.EventKind{fsm.EvStart}))
+			answer = answer || rd.on == answersAsk
 			for _, k := range rd.kinds {
 				into := &readings[rd.on]
 				if rd.fallback {
@@ -202,6 +204,7 @@ func build(rules []rule) (*fsm.Table, error) {
 		facts = append(facts, fsm.CauseFacts{
 			Cause: r.cause, Label: r.label, Classes: classes &^ fsm.ClassesOf(fsm.NoClass),
 			Retry: r.retry, AvoidsList: r.avoidsList, Accepted: r.accepted, Start: start,
+			Answer: answer, HoldsRelist: r.takesRelist != nil,
 		})
 	}
 	for on := range fallbacks {
