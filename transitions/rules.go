@@ -139,8 +139,9 @@ func init() {
 	if row := deferredRelist(); !row.BeginsRelist() || row.To != fsm.Backoff {
 		panic("transitions: the table has no row Watching --relist-deferred--> Backoff, Then: Relisting")
 	}
-	// The step calls the watch event's effect directly and nothing else (effectsBeforeMove):
-	// its rule must state nothing else for the step to do.
+	// Step calls the watch event's effect directly and nothing else: its rule must state
+	// nothing else for the step to do (a frame on a stream not reported open is accepted in
+	// watchEvent).
 	if w := ruleOf[fsm.CauseWatchEvent]; len(w.rows) != 1 || w.rows[0] != stays(fsm.Watching) || w.accepted || w.wait != nil {
 		panic("transitions: the watch event's rule is the hot path's: one row, Watching to Watching, and no fact the step applies")
 	}
@@ -235,6 +236,12 @@ func build(rules []rule) (*fsm.Table, error) {
 // stream (Streaming) or a watch. fsm.NoCause means the event answers nothing current: a stale
 // request or timer, a second start.
 func (m *Machine) cause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
+	if e.Kind == fsm.EvWatchEvent && e.Request == s.Request && s.Request != 0 && !s.List.Streaming && e.Failure == nil {
+		// The hot path: a frame on the watch in flight, read as the switch below reads it.
+		if c := only[answersWatch][fsm.EvWatchEvent]; c != fsm.NoCause {
+			return c
+		}
+	}
 	var on answers
 	switch e.Kind {
 	case fsm.EvStart, fsm.EvStop:
@@ -325,17 +332,6 @@ func eventClass(e *fsm.Event) fsm.Class {
 func (m *Machine) effectsBeforeMove(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, row fsm.Transition, out *[]fsm.Command) {
 	if s.List.EndTimer != 0 && cause != fsm.CauseInitialEvent && cause != fsm.CauseInitialEventsCheck {
 		endDeadlineOff(s, row, out)
-	}
-	if cause == fsm.CauseWatchEvent {
-		// The hot path, called directly: an effect called through its rule takes the event
-		// by value, and the copy would cost a tenth of a watch frame's step. Its rule states
-		// no fact the step applies (a frame on a stream not reported open is accepted in
-		// watchEvent), and its row stays in Watching.
-		*out = m.watchEvent(s, e, *out)
-		if !deadlineHolds(s, row) { // keepDeadline, its hot path inlined
-			m.moveDeadline(s, e, row, out)
-		}
-		return
 	}
 	r := ruleOf[cause]
 	if r.accepted {
