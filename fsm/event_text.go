@@ -68,7 +68,7 @@ var failureFields = []textField{
 	// kube-apiserver gives that code (defaultReason), or the reason= shorthand's.
 	{"status", func(e *Event) []string {
 		st := statusOf(e)
-		return textOf(st != nil, func() string { return strconv.Itoa(int(st.Code)) + "/" + string(st.Reason) })
+		return textIf(st != nil, func() string { return strconv.Itoa(int(st.Code)) + "/" + string(st.Reason) })
 	}, func(r *eventReading, v string) error {
 		code, reason, hasReason := strings.Cut(v, "/")
 		n, err := strconv.Atoi(code)
@@ -97,7 +97,7 @@ var failureFields = []textField{
 	}},
 	{"retryAfterSeconds", func(e *Event) []string {
 		st := statusOf(e)
-		return textOf(st != nil && st.Details != nil && st.Details.RetryAfterSeconds != 0, func() string {
+		return textIf(st != nil && st.Details != nil && st.Details.RetryAfterSeconds != 0, func() string {
 			return strconv.Itoa(int(st.Details.RetryAfterSeconds))
 		})
 	}, readRetryAfterSeconds},
@@ -109,7 +109,7 @@ var failureFields = []textField{
 			return nil
 		}
 		_, oldest, ok := e.Failure.WatchCacheTooOld()
-		return textOf(ok, func() string { return strconv.FormatUint(oldest, 10) })
+		return textOf(ok, strconv.FormatUint(oldest, 10))
 	}, func(r *eventReading, v string) error {
 		if _, err := strconv.ParseUint(v, 10, 64); err != nil {
 			return err
@@ -327,18 +327,20 @@ func quoted(s string) []string { return textOf(s != "", strconv.Quote(s)) }
 
 func flag(set bool) []string { return textOf(set, "") }
 
-// textOf is v when set; v is a string or a func() string, evaluated only then.
-func textOf[V string | func() string](set bool, v V) []string {
+// textOf is v when set.
+func textOf(set bool, v string) []string {
 	if !set {
 		return nil
 	}
-	switch v := any(v).(type) {
-	case string:
-		return []string{v}
-	case func() string:
-		return []string{v()}
+	return []string{v}
+}
+
+// textIf is v() when set, for a value that is read only then.
+func textIf(set bool, v func() string) []string {
+	if !set {
+		return nil
 	}
-	return nil
+	return []string{v()}
 }
 
 // word is s as one word of a line: itself, or quoted when it holds a space, a quote or
