@@ -64,7 +64,7 @@ func New(cfg Config) (*Reflector, error) {
 	r.driver = driver.Config{
 		Policy: m.Config(), Transport: transport, Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Checked: cfg.Checked,
 		ResyncPeriod: cfg.ResyncPeriod, ShouldResync: cfg.ShouldResync,
-		Hooks:       map[fsm.Hook]func(context.Context) error{fsm.HookRefreshCredentials: cfg.RefreshCredentials},
+		Hooks:       map[fsm.Hook]driver.Hook{fsm.HookRefreshCredentials: driver.Acting(cfg.RefreshCredentials)},
 		Persistence: persistence,
 	}
 	return r, nil

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/rewatch/rewatch/fsm"
-	"github.com/rewatch/rewatch/fsm/fsmcheck"
 	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/transitions/fsmcheck"
 )
 
 // DOT renders the stateless machine built from transitions.Table (fsmcheck.NewStateless(fsm.Listing))
@@ -15,10 +15,10 @@ import (
 //
 // ToGraph is kept rather than writing DOT by hand so the graph shows what the machine that
 // validates Step actually permits, not a second reading of the table. It prints triggers with
-// %v, which for a Cause is the journal id ("server-busy"); a reader wants the reasons
-// ("429 / Retry-After") and, for a wait, where it leads, hence the rewrite. ToGraph groups
-// parallel edges into one HTML-table label, sorts states and triggers by name, and marks
-// self-loops "Reentry": its output, and so ours, does not depend on map order.
+// %v, which for a Cause is the journal id ("server-busy"); a reader wants the reasons ("server
+// busy / Retry-After → wait, re-WATCH") and, for a wait, where it leads, hence the rewrite.
+// ToGraph groups parallel edges into one HTML-table label, sorts states and triggers by name,
+// and marks self-loops "Reentry": its output, and so ours, does not depend on map order.
 func DOT() string {
 	out, err := dot()
 	if err != nil {

@@ -3,6 +3,7 @@ package diagrams
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/transitions"
@@ -39,28 +40,43 @@ func Mermaid() string {
 }
 
 // notes say in the drawing what its edges cannot: what a wait remembers, and why Listing and
-// Relisting, which take nearly the same edges, are two states (the comment on transitions.Table).
+// Relisting, which take nearly the same edges, are two states — in the words of the table's
+// own check (fsm.ListingAndRelisting), not again in other words.
 var notes = []struct {
 	side  string
 	state fsm.State
 	lines []string
 }{
-	{"right", fsm.Backoff, []string{
-		"Waits on a timer (Retry-After or the next backoff step).",
-		"The edge in says where it goes on (⇒ then …), and the",
-		"timer takes the edge out into that state. Only a stop",
-		"cuts the wait short.",
-	}},
-	{"left", fsm.Listing, []string{
-		"The first fill of an empty store, at RV 0.",
-		"The only state that takes start.",
-	}},
-	{"right", fsm.Relisting, []string{
-		"Refills the synced store at the last RV after",
-		"the watch could not be resumed. The store serves",
-		"the old state until Replace. The same edges as",
-		"Listing, but start.",
-	}},
+	{"right", fsm.Backoff, wrap("Waits on a timer (Retry-After or the next backoff step). "+
+		"The edge in says where it goes on (⇒ then …), and the timer takes the edge out into "+
+		"that state. Only a stop cuts the wait short.", noteWidth)},
+	{"left", fsm.Listing, wrap("The first fill of an empty store, at RV 0.", noteWidth)},
+	{"right", fsm.Relisting, wrap("Refills the synced store at the last RV after the watch "+
+		"could not be resumed. The store serves the old state until Replace. "+fsm.ListingAndRelisting, noteWidth)},
+}
+
+// noteWidth is how wide a note's lines are, in characters.
+const noteWidth = 56
+
+// wrap breaks text into lines of at most width characters, at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = w
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) > width:
+			lines = append(lines, line)
+			line = w
+		default:
+			line += " " + w
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // EdgeLabel is what the edge of a table row says: its cause's label and, for a row into

@@ -67,6 +67,8 @@ func Meaning(row fsm.Transition) string {
 		return "cannot resume, again → wait, relist"
 	case row.BeginsRelist():
 		return "cannot resume (410, too large RV, errors) → relist"
+	case facts.HoldsRelist:
+		return "relist held back (asked) → relist later"
 	case row.From == fsm.Watching && row.To == fsm.Backoff && facts.AvoidsList.Avoids(false):
 		return "transient (429, 5xx, reset, refused once) → wait, re-WATCH, no LIST"
 	case row.From == fsm.Watching && row.To == fsm.Watching && facts.Retry:

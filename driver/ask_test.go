@@ -61,12 +61,12 @@ func TestAskCallsTheHookAndFeedsItsAnswer(t *testing.T) {
 		done <- driver.Run(ctx, driver.Config{
 			Policy: transitions.Config{CredentialsRefresh: true}, Transport: tr,
 			Clock: clockx.NewMock(time.Unix(1_700_000_000, 0)), Logger: slog.New(slog.DiscardHandler), Checked: true,
-			Hooks: map[fsm.Hook]func(context.Context) error{fsm.HookRefreshCredentials: func(context.Context) error {
+			Hooks: map[fsm.Hook]driver.Hook{fsm.HookRefreshCredentials: driver.Acting(func(context.Context) error {
 				mu.Lock()
 				calls++
 				mu.Unlock()
 				return nil
-			}},
+			})},
 			Observers: []driver.Observer{driver.ObserverFunc(func(t driver.Transition) {
 				mu.Lock()
 				causes = append(causes, t.Cause)
@@ -98,11 +98,11 @@ func TestStopCancelsTheHook(t *testing.T) {
 		done <- driver.Run(ctx, driver.Config{
 			Policy: transitions.Config{CredentialsRefresh: true}, Transport: tr,
 			Clock: clockx.NewMock(time.Unix(1_700_000_000, 0)), Logger: slog.New(slog.DiscardHandler),
-			Hooks: map[fsm.Hook]func(context.Context) error{fsm.HookRefreshCredentials: func(hctx context.Context) error {
+			Hooks: map[fsm.Hook]driver.Hook{fsm.HookRefreshCredentials: driver.Acting(func(hctx context.Context) error {
 				close(asked)
 				<-hctx.Done()
 				return hctx.Err()
-			}},
+			})},
 		})
 	}()
 	select {

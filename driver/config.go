@@ -34,9 +34,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Hooks answer the questions the machine asks its caller (fsm.CmdAsk): the driver calls
 	// the hook on a goroutine of its own, as a request, and feeds what it returned back as an
-	// fsm.EvAnswer (docs/design.md, "How to add a caller hook"). The policy says which hooks
-	// the machine may ask; one it asks that is missing here answers with an error.
-	Hooks map[fsm.Hook]func(context.Context) error
+	// fsm.EvAnswer (Hook; docs/design.md, "How to add a caller hook"). The policy says which
+	// hooks the machine may ask; one it asks that is missing here answers with an error.
+	Hooks map[fsm.Hook]Hook
 	// Checked validates every transition against the stateless machine built from transitions.Table.
 	Checked bool
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/rewatch/rewatch/clockx"
 	"github.com/rewatch/rewatch/fsm"
-	"github.com/rewatch/rewatch/fsm/fsmcheck"
 	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/transitions/fsmcheck"
 )
 
 // eventBuffer decouples the stream reader from the store: a burst of frames (or LIST items) is
@@ -499,15 +499,7 @@ func (d *driver) exec(c *fsm.Command) error {
 	case fsm.CmdAsk:
 		hook := d.cfg.Hooks[c.Hook]
 		d.startRequest(c, func(ctx context.Context, c fsm.Command) {
-			e := fsm.Event{Kind: fsm.EvAnswer, Request: c.Request, Hook: c.Hook}
-			err := errNoHook
-			if hook != nil {
-				err = hook(ctx)
-			}
-			if err != nil {
-				e.Failure = &fsm.Failure{Message: fmt.Sprintf("hook %s: %v", c.Hook, err)}
-			}
-			d.send(ctx, e)
+			d.send(ctx, answer(ctx, hook, c))
 		})
 	case fsm.CmdCancelRequest:
 		if c.Request == d.reqID {

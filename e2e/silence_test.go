@@ -80,7 +80,7 @@ func TestBusySilentWatchIsReplacedBeforeItsRVExpires(t *testing.T) {
 
 		tr := e.waitCauseWithin(fsm.CauseWatchSilent, 90*time.Second)
 		require.Equal(t, 1, stall.Fired())
-		silent := tr.Event.Now.Sub(tr.Snapshot.Watch.Silence.LastFrame)
+		silent := tr.Event.Now.Sub(tr.Snapshot.Watch.Silence.LastFrame.Time())
 		require.GreaterOrEqual(t, silent, transitions.DefaultActiveWatchSilenceFloor, "not cut before the floor")
 		require.LessOrEqual(t, silent, 60*time.Second, "re-watched within 60 s of the stall")
 		time.Sleep(3 * time.Second) // the resumed watch catches up while the writes go on

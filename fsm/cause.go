@@ -122,8 +122,7 @@ var causeIDs = [numCauses]causeName{
 
 	CauseWatchOpened: {ID: "watch-opened"},
 	CauseWatchEvent:  {ID: "watch-event"},
-	// Named for what it covers (429, 503, 504 server timeout); journals before the rename
-	// called it too-many-requests.
+	// Journals before it was renamed call it too-many-requests.
 	CauseServerBusy:              {ID: "server-busy", Aliases: []string{"too-many-requests"}},
 	CauseInternalErrorInWindow:   {ID: "internal-error-in-window"},
 	CauseInternalErrorPastWindow: {ID: "internal-error-past-window"},
@@ -172,6 +171,17 @@ type CauseFacts struct {
 	// Retry-After after it is a new rejection rather than a repeat (docs/semantics.md, "a
 	// repeated Retry-After").
 	Accepted bool
+	// Start: the cause answers the start itself, or the probe of a persisted snapshot — the
+	// start's, which only the first fill takes (ListingAndRelisting). Read from how the rule
+	// reads events.
+	Start bool
+	// Answer: the cause reads the caller's answer to a question (EvAnswer), so what it does —
+	// how long it waits, say — may be the caller's word. Read from how the rule reads events.
+	Answer bool
+	// HoldsRelist: the cause takes a relist about to begin at once, to hold it back (a relist
+	// rule's wait, a question for the caller): its row replaces the relist's, and the relist
+	// begins later, on another row.
+	HoldsRelist bool
 }
 
 // Avoidance says when a cause avoids a LIST that a relist-on-error reflector would make.

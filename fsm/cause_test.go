@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,6 +61,67 @@ func TestNewTableRefusesFactsTheRowsContradict(t *testing.T) {
 			assert.ErrorContains(t, err, c.err)
 		})
 	}
+}
+
+// NewTable holds Listing and Relisting to ListingAndRelisting: the same rows but the start's,
+// which only Listing takes, each one's waits coming back to itself.
+func TestNewTableHoldsListingAndRelistingAlike(t *testing.T) {
+	rows := []Transition{
+		{From: Backoff, Cause: CauseRetryList, To: Listing},
+		{From: Backoff, Cause: CauseRetryRelist, To: Relisting},
+		{From: Listing, Cause: CauseStart, To: Listing},
+		{From: Listing, Cause: CauseListFailed, To: Backoff, Then: Listing},
+		{From: Relisting, Cause: CauseListFailed, To: Backoff, Then: Relisting},
+		{From: Listing, Cause: CauseListComplete, To: Watching},
+		{From: Relisting, Cause: CauseListComplete, To: Watching},
+	}
+	facts := func(rows []Transition, start ...Cause) []CauseFacts {
+		var out []CauseFacts
+		seen := map[Cause]bool{}
+		for _, r := range rows {
+			if !seen[r.Cause] {
+				seen[r.Cause] = true
+				out = append(out, CauseFacts{Cause: r.Cause, Start: slices.Contains(start, r.Cause), Retry: r.Cause == CauseListFailed})
+			}
+		}
+		for c := NoCause + 1; c < numCauses; c++ {
+			if !seen[c] {
+				out = append(out, CauseFacts{Cause: c})
+			}
+		}
+		return out
+	}
+	check := func(rows []Transition, start ...Cause) error {
+		_, err := NewTable(rows, facts(rows, start...))
+		return err
+	}
+	// Every other cause lacks rows here: only the listing states' errors matter.
+	listingErrors := func(err error) []string {
+		var out []string
+		if err == nil {
+			return nil
+		}
+		for _, l := range strings.Split(err.Error(), "\n") {
+			if strings.Contains(l, ListingAndRelisting) {
+				out = append(out, strings.TrimSpace(strings.TrimPrefix(l, "fsm: bad transition table: ")))
+			}
+		}
+		return out
+	}
+	assert.Empty(t, listingErrors(check(rows, CauseStart)))
+	assert.Equal(t, []string{"start is not the start's, yet only one of Listing and Relisting takes it: " + ListingAndRelisting},
+		listingErrors(check(rows)))
+	assert.Equal(t, []string{"start is the start's, yet Relisting takes it: " + ListingAndRelisting},
+		listingErrors(check(append(slices.Clone(rows), Transition{From: Relisting, Cause: CauseStart, To: Relisting}), CauseStart)))
+	skewed := slices.Clone(rows)
+	skewed[6] = Transition{From: Relisting, Cause: CauseListComplete, To: Relisting}
+	assert.Equal(t, []string{"list-complete leads Listing to Watching and Relisting to Relisting: " + ListingAndRelisting},
+		listingErrors(check(skewed, CauseStart)))
+	crossed := slices.Clone(rows)
+	crossed[4] = Transition{From: Relisting, Cause: CauseListFailed, To: Backoff, Then: Watching}
+	crossed = append(crossed, Transition{From: Backoff, Cause: CauseRetryWatch, To: Watching})
+	assert.Equal(t, []string{"list-failed leads Listing to Backoff and Relisting to Backoff: " + ListingAndRelisting},
+		listingErrors(check(crossed, CauseStart)))
 }
 
 // Renamed causes keep their old ids readable: journals written before the rename replay.

@@ -1,8 +1,9 @@
 package fsm
 
 // Class is what a failure means for the reflector, independent of where it happened: the
-// reading transitions.classify gives a Failure before the state picks its cause. A cause's
-// rule (transitions) reads the classes that lead to it (fsm.CauseFacts.Classes).
+// reading transitions.classify gives a Failure before the state picks its cause. Which answers
+// a class takes is said here, once (classify implements it); which classes a cause reads is
+// its rule's (fsm.CauseFacts.Classes), and a cause's comment names its classes, not answers.
 type Class uint8
 
 const (

@@ -1,6 +1,11 @@
 package fsm
 
-import "time"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"time"
+)
 
 // EventKind says what happened. Every input of the machine is one of these.
 type EventKind uint8
@@ -35,8 +40,8 @@ const (
 	// EvListPage follows the last one, with the page's resourceVersion, continue token and
 	// item count (docs/semantics.md, "Relists").
 	EvListItem
-	// EvAnswer is the caller's answer to a CmdAsk (Request and Hook say which); Failure, when
-	// set, is the error the caller's hook returned.
+	// EvAnswer is the caller's answer to a CmdAsk (Request and Hook say which): Answer, the
+	// value of a hook that answers with one, or Failure, the error the caller's hook returned.
 	EvAnswer
 )
 
@@ -83,8 +88,11 @@ type Event struct {
 	Request uint64 `json:"request,omitempty"`
 	// Timer identifies the timer of an EvTimerFired.
 	Timer uint64 `json:"timer,omitempty"`
-	// Hook is the question an EvAnswer answers.
-	Hook Hook `json:"hook,omitempty"`
+	// Hook is the question an EvAnswer answers, and Answer what the caller answered: a value of
+	// the type the hook declares (nil for a hook that answers nothing but whether it worked,
+	// and when it failed). The journal holds its text, which the hook reads back.
+	Hook   Hook   `json:"hook,omitempty"`
+	Answer Answer `json:"answer,omitempty"`
 
 	// Type, ResourceVersion and Key describe a watch frame; Key and ResourceVersion also a list
 	// item, and ResourceVersion a list page, or, on EvStart, the persisted snapshot's.
@@ -114,4 +122,32 @@ type Event struct {
 	// Failure describes what went wrong for EvListFailed, EvWatchError, EvWatchOpenFailed and,
 	// when the stream did not end cleanly, EvWatchEnded.
 	Failure *Failure `json:"failure,omitempty"`
+}
+
+// UnmarshalJSON reads an event as the journal writes it, strictly (an unknown field is an
+// error, docs/journal.md), and its answer through its hook.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type plain Event // the fields, without this method
+	var v struct {
+		*plain
+		Answer *string `json:"answer,omitempty"` // read through the hook, below
+	}
+	v.plain = (*plain)(e)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("fsm: trailing data after an event")
+	}
+	e.Answer = nil
+	if v.Answer != nil {
+		a, err := e.Hook.ParseAnswer(*v.Answer)
+		if err != nil {
+			return err
+		}
+		e.Answer = a
+	}
+	return nil
 }

@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// The canonical printers: one line per event, command and snapshot, used by golden
-// transcripts, the CLI and logs alike, so that all of them read the same.
+// The canonical printers: one line per event (event_text.go, which reads them back too),
+// command and snapshot, used by golden transcripts, the CLI and logs alike, so that all of
+// them read the same.
 
 // String prints a command as the driver will perform it.
 func (c Command) String() string {
@@ -89,89 +90,6 @@ func (c Command) String() string {
 	return b.String()
 }
 
-// String prints an event with the fields that matter for its kind. Times print as offsets
-// from the zero time, or as RFC 3339 when far from it.
-func (e Event) String() string {
-	var b strings.Builder
-	b.WriteString(e.Kind.String())
-	if e.Request != 0 {
-		field(&b, "request", strconv.FormatUint(e.Request, 10))
-	}
-	if e.Timer != 0 {
-		field(&b, "timer", strconv.FormatUint(e.Timer, 10))
-	}
-	if e.Hook != NoHook {
-		field(&b, "hook", e.Hook.String())
-	}
-	if e.Type != 0 {
-		field(&b, "type", e.Type.String())
-	}
-	if e.Key != "" {
-		field(&b, "key", e.Key)
-	}
-	if e.ResourceVersion != "" {
-		field(&b, "rv", strconv.Quote(e.ResourceVersion))
-	}
-	if e.Continue != "" {
-		field(&b, "continue", strconv.Quote(e.Continue))
-	}
-	if e.InitialEventsEnd {
-		b.WriteString(" initial-events-end")
-	}
-	if n := max(e.ItemCount, len(e.Items)); n > 0 {
-		field(&b, "items", strconv.Itoa(n))
-	}
-	if e.InSnapshot {
-		b.WriteString(" in-snapshot")
-	}
-	if e.Refused != "" {
-		field(&b, "refused", strconv.Quote(e.Refused))
-	}
-	if e.Failure != nil {
-		b.WriteString(" ")
-		b.WriteString(e.Failure.String())
-	}
-	return b.String()
-}
-
-// String prints what the failure says, compactly: code, reason, Retry-After, transport.
-func (f *Failure) String() string {
-	var parts []string
-	if f.Status != nil {
-		parts = append(parts, "status="+strconv.Itoa(int(f.Status.Code))+"/"+string(f.Status.Reason))
-		for _, c := range causesOf(f) {
-			parts = append(parts, "cause="+c)
-		}
-		if f.Status.Details != nil && f.Status.Details.RetryAfterSeconds != 0 {
-			parts = append(parts, "retryAfterSeconds="+strconv.Itoa(int(f.Status.Details.RetryAfterSeconds)))
-		}
-		if _, oldest, ok := f.WatchCacheTooOld(); ok {
-			parts = append(parts, "cache-oldest="+strconv.FormatUint(oldest, 10))
-		}
-	}
-	if f.Code != 0 {
-		parts = append(parts, "code="+strconv.Itoa(f.Code))
-	}
-	if f.HasRetryAfter {
-		parts = append(parts, "retry-after="+f.RetryAfter.String())
-	}
-	if f.Transport != NoTransportError {
-		parts = append(parts, "transport="+f.Transport.String())
-	}
-	return strings.Join(parts, " ")
-}
-
-func causesOf(f *Failure) []string {
-	if f.Status.Details == nil {
-		return nil
-	}
-	var out []string
-	for _, c := range f.Status.Details.Causes {
-		out = append(out, string(c.Type))
-	}
-	return out
-}
-
 // String prints the parts of a snapshot a reader of a transcript cares about.
 func (s Snapshot) String() string {
 	var b strings.Builder
@@ -189,7 +107,7 @@ func (s Snapshot) String() string {
 	if s.RetryAfter.Repeats > 0 {
 		field(&b, "retry-after-repeats", strconv.Itoa(s.RetryAfter.Repeats))
 	}
-	if !s.InternalErrors.Start.IsZero() {
+	if s.InternalErrors.Live(&s.Moments) {
 		// The streak's re-watches so far; its age is the transcript's clock minus its start.
 		field(&b, "internal-streak", strconv.Itoa(s.InternalErrors.Rewatches))
 	}

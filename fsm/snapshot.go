@@ -11,7 +11,7 @@ import (
 // or replayed from.
 //
 // The top level holds what every concern shares: the state, the resume point, whether the store
-// has synced and the request in flight. The rest is grouped by the concern that owns it, and
+// has synced, the request in flight and the moments that end streaks. The rest is grouped by the concern that owns it, and
 // each rule of transitions reads and writes its own group: List (the listing in progress),
 // Server (what the server has shown about itself), Watch (the stream and the streaks of ended
 // watches), Wait (the backoff), InternalErrors and RetryAfter (their streaks), Relists (when the
@@ -40,6 +40,8 @@ type Snapshot struct {
 	// Request is the id of the request in flight (0: none); Seq hands out request and timer ids.
 	Request uint64 `json:"request,omitempty"`
 	Seq     uint64 `json:"seq,omitempty"`
+	// Moments counts the moments of the watch's life that end the rules' streaks (Streak).
+	Moments Moments `json:"moments,omitzero"`
 
 	List           ListState      `json:"list,omitzero"`
 	Server         ServerFacts    `json:"server,omitzero"`
@@ -127,17 +129,19 @@ type WatchState struct {
 	// Progressed: the current stream has moved LastRV (an object event, or a bookmark with a
 	// new RV). A stream that has not counts as delivering nothing when it ends quickly.
 	Progressed bool `json:"progressed,omitempty"`
+	// The streaks that span watches, each ended where the rule that counts it says
+	// (transitions/rules_watch.go):
 	// QuickEnds counts consecutive watches that ended quickly without moving the RV.
-	QuickEnds int `json:"quickEnds,omitempty"`
+	QuickEnds Streak `json:"quickEnds,omitzero"`
 	// ExpiredStreak counts 410s since the last watch event.
-	ExpiredStreak int `json:"expiredStreak,omitempty"`
-	// Rejected: a watch or a LIST was refused with a client error (401, 403, 404, …) and no
-	// watch has opened nor a listing completed since; a second refused watch relists, and a
-	// second refused LIST waits the grown backoff.
-	Rejected bool `json:"rejected,omitempty"`
+	ExpiredStreak Streak `json:"expiredStreak,omitzero"`
+	// Rejected counts the watches and LISTs refused with a client error (401, 403, 404, …)
+	// since a watch last opened or a listing completed; after one, a second refused watch
+	// relists, and a second refused LIST waits the grown backoff.
+	Rejected Streak `json:"rejected,omitzero"`
 	// FreshTried: a 410 from a watch cache younger than LastRV was answered by a re-watch on
 	// a fresh connection, and no watch event has arrived since; the next 410 relists.
-	FreshTried bool `json:"freshTried,omitempty"`
+	FreshTried Streak `json:"freshTried,omitzero"`
 
 	// Silence is the stream's cadence and deadline (docs/semantics.md, "silent watch").
 	Silence WatchSilence `json:"silence,omitzero"`
@@ -150,18 +154,19 @@ type WatchSilence struct {
 	// LastFrame is when the last frame (event or bookmark) arrived, on this watch or one
 	// before it since the last full state: the gap to the next frame spans a re-watch, so the
 	// silence that ended a watch counts in the cadence. Zero: no frame since the last listing.
-	LastFrame time.Time `json:"lastFrame,omitzero"`
+	LastFrame Instant `json:"lastFrame,omitempty"`
 	// Gap is the cadence: the longest gap between frames, decaying by 1/64 at every frame, so
 	// that it follows a stream that speeds up within a few dozen frames and is not pulled
 	// down by one burst. GapKnown: a gap has been measured.
 	Gap      time.Duration `json:"gap,omitempty"`
 	GapKnown bool          `json:"gapKnown,omitempty"`
-	// For is the watch request the deadline belongs to, HeardAt when that watch last showed
-	// life (asked, opened, a frame), and Timer the armed deadline (0: none; the transport's
-	// WatchSilence bound is the only one).
-	For     uint64    `json:"for,omitempty"`
-	HeardAt time.Time `json:"heardAt,omitzero"`
-	Timer   uint64    `json:"timer,omitempty"`
+	// For is the watch request the deadline belongs to, HeardAt when that watch was asked for
+	// or opened, or a catch-up's frame came (the later of it and LastFrame is when the watch
+	// last showed life), and Timer the armed deadline (0: none; the transport's WatchSilence
+	// bound is the only one).
+	For     uint64  `json:"for,omitempty"`
+	HeardAt Instant `json:"heardAt,omitempty"`
+	Timer   uint64  `json:"timer,omitempty"`
 	// Cuts counts the watches ended for silence since the last frame: each next watch's
 	// bound triples, so that a stream that fell quiet for good is not cut again and again.
 	Cuts int `json:"cuts,omitempty"`
@@ -197,8 +202,8 @@ type ResumeState struct {
 	// ends cleanly at that deadline has caught up. LastFrame is when it last delivered a frame:
 	// a catch-up's frames are a backlog sent back to back and a bookmark timed by its short
 	// deadline, which say nothing of the resource's cadence (Watch.Silence does not learn them).
-	Timeout   int64     `json:"timeout,omitempty"`
-	LastFrame time.Time `json:"lastFrame,omitzero"`
+	Timeout   int64   `json:"timeout,omitempty"`
+	LastFrame Instant `json:"lastFrame,omitempty"`
 }
 
 // WaitState is the backoff: the timer armed, where it leads, and how far the backoff has gone.
@@ -215,11 +220,17 @@ type WaitState struct {
 // InternalStreak is the current streak of InternalErrors. Only progress or a completed LIST
 // ends a streak.
 type InternalStreak struct {
-	// Start is when the streak began (zero: none), Rewatches how many watches it has re-opened
-	// since.
+	// Start is when the streak began, Rewatches how many watches it has re-opened since; they
+	// mean something while the streak is live (Live).
 	Start     time.Time `json:"start,omitzero"`
 	Rewatches int       `json:"rewatches,omitempty"`
+	// Streak is the streak's life: counted at its first error, ended by the moments its rule
+	// names.
+	Streak Streak `json:"streak,omitzero"`
 }
+
+// Live reports whether a streak of InternalErrors is under way.
+func (k *InternalStreak) Live(m *Moments) bool { return k.Streak.Count(m) > 0 }
 
 // RetryAfterRun counts the honoured Retry-After waits since the server last accepted a request
 // (answered a LIST page, opened a watch): from the second on, a Retry-After is spread
@@ -260,3 +271,24 @@ func (h *RelistHistory) Recent(k int) (time.Time, bool) {
 	}
 	return h.Began[(h.Count-1-k)%RelistsKept], true
 }
+
+// Instant is a time as the hot path keeps it: Unix nanoseconds, 0 for none. A watch's frames
+// note when they came; as a time.Time that costs a third of a frame's step (the overflow
+// checks of Sub, 24-byte writes), as an integer a subtraction (docs/design.md, "The hot path
+// and stateless"). The machine's times are the events' (Event.Now), wall readings well within
+// the years an int64 of nanoseconds holds.
+type Instant int64
+
+// InstantOf is t as an Instant.
+func InstantOf(t time.Time) Instant { return Instant(t.UnixNano()) }
+
+// Time is the instant as a time.Time (UTC), the zero time for none.
+func (i Instant) Time() time.Time {
+	if i == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(i)).UTC()
+}
+
+// Sub is the duration i − j.
+func (i Instant) Sub(j Instant) time.Duration { return time.Duration(i - j) }

@@ -43,14 +43,11 @@ func (t Transition) BeginsRelist() bool {
 // and its checks so that every reader of the table — fsmcheck, the diagrams, the stats — reads
 // it the same way, and a table that breaks them is refused when it is built (NewTable).
 //
-// Listing and Relisting both list, and their rows differ only in the start, which only the
-// first fill takes (CauseStart, or a start from a persisted snapshot and its probe's answers:
-// docs/semantics.md, "Persisted cache"), and in where a failed LIST resumes after its wait
-// (each retries itself).
-// Listing is the first fill of an empty store, at resourceVersion 0 (docs/semantics.md,
-// "Initial LIST"): nothing has synced yet. Relisting refills a synced store after the watch
-// could not be resumed, at the last observed resourceVersion (docs/semantics.md, "Relist after a
-// watch failure"), and the store keeps serving the old state until the Replace.
+// Listing and Relisting both list (ListingAndRelisting, which NewTable checks). Listing is the
+// first fill of an empty store, at resourceVersion 0 (docs/semantics.md, "Initial LIST"):
+// nothing has synced yet. Relisting refills a synced store after the watch could not be
+// resumed, at the last observed resourceVersion (docs/semantics.md, "Relist after a watch
+// failure"), and the store keeps serving the old state until the Replace.
 type Table struct {
 	rows []Transition
 	// rowAt holds the rows by (from, cause) so that the hot path finds a row in one load; a
@@ -64,6 +61,12 @@ type Table struct {
 }
 
 const numStates = int(Stopped) + 1
+
+// ListingAndRelisting is what the table holds of its two listing states, and NewTable checks:
+// the start's causes are those of CauseFacts.Start (the start itself, a persisted snapshot's
+// probe), and a state's own name in a row is the same place as the other's. It is written
+// here only: the diagrams' note and docs/design.md quote it, and a test holds them to it.
+const ListingAndRelisting = "Listing and Relisting have the same rows but the start's, which only Listing takes, and each one's waits come back to itself."
 
 // NewTable checks rows and the facts of their causes and builds the table. Its rows are kept in
 // (From, Cause) order, whatever order they came in: the order the diagrams draw them in.
@@ -176,6 +179,33 @@ func (t *Table) checkFacts(facts []CauseFacts) []error {
 	for c := NoCause + 1; c < numCauses; c++ {
 		if !declared[c] {
 			errs = append(errs, fmt.Errorf("cause %s is not declared", c))
+		}
+	}
+	return append(errs, t.checkListings()...)
+}
+
+// checkListings holds the rows of Listing and Relisting to ListingAndRelisting.
+func (t *Table) checkListings() []error {
+	var errs []error
+	// same reads a listing state's own name in its row as the other's: itself.
+	const itself = State(0xff)
+	same := func(s, self State) State {
+		if s == self {
+			return itself
+		}
+		return s
+	}
+	for c := NoCause + 1; c < numCauses; c++ {
+		l, inListing := t.Lookup(Listing, c)
+		r, inRelisting := t.Lookup(Relisting, c)
+		switch {
+		case t.facts[c].Start && inRelisting:
+			errs = append(errs, fmt.Errorf("%s is the start's, yet Relisting takes it: %s", c, ListingAndRelisting))
+		case t.facts[c].Start:
+		case inListing != inRelisting:
+			errs = append(errs, fmt.Errorf("%s is not the start's, yet only one of Listing and Relisting takes it: %s", c, ListingAndRelisting))
+		case inListing && (same(l.To, Listing) != same(r.To, Relisting) || l.To == Backoff && same(l.Then, Listing) != same(r.Then, Relisting)):
+			errs = append(errs, fmt.Errorf("%s leads Listing to %s and Relisting to %s: %s", c, l.To, r.To, ListingAndRelisting))
 		}
 	}
 	return errs

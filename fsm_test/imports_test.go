@@ -9,7 +9,7 @@ import (
 )
 
 // docs/design.md "What each package may import": the pure core links neither client-go nor
-// qmuntal/stateless (which lives in fsm/fsmcheck) into a consumer. This is the check anyone can
+// qmuntal/stateless (which lives in transitions/fsmcheck) into a consumer. This is the check anyone can
 // run by hand: go list -deps ./fsm ./transitions | grep -E 'client-go|stateless'.
 func TestCoreDependencies(t *testing.T) {
 	goBin, err := exec.LookPath("go")

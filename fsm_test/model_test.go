@@ -40,9 +40,9 @@ type modelServer struct {
 	deadlineDue time.Time
 	// sent counts the LIST items sent in answer to each request, by the model's own count.
 	sent map[uint64]int
-	// asking is the request of the question the machine last asked its caller (fsm.CmdAsk):
-	// while it is in flight the model answers it as the caller would.
-	asking uint64
+	// asking is the question the machine last asked its caller (fsm.CmdAsk): while it is in
+	// flight the model answers it as the caller would.
+	asking fsm.Command
 	// askedRV is the last RV of the snapshot the current event answers: what a watch asked for.
 	askedRV string
 }
@@ -105,13 +105,8 @@ func (ms *modelServer) next(t *rapid.T, s *fsm.Snapshot) generated {
 	if s.Seq == 0 {
 		return generated{event: fsm.Event{Kind: fsm.EvStart, Now: ms.now}}
 	}
-	if s.Request != 0 && s.Request == ms.asking {
-		// The caller answers the question, or its hook fails.
-		e := fsm.Event{Kind: fsm.EvAnswer, Now: ms.now, Request: s.Request, Hook: fsm.HookRefreshCredentials}
-		if rapid.IntRange(0, 3).Draw(t, "hookFails") == 0 {
-			e.Failure = &fsm.Failure{Message: "hook refresh-credentials: exec plugin failed"}
-		}
-		return generated{event: e}
+	if s.Request != 0 && s.Request == ms.asking.Request {
+		return ms.answer(t)
 	}
 	switch s.State {
 	case fsm.Backoff:
@@ -132,6 +127,25 @@ func (ms *modelServer) next(t *rapid.T, s *fsm.Snapshot) generated {
 		return ms.watchAnswer(t, s, false)
 	}
 	return ms.stale(t, s)
+}
+
+// answer is the caller's answer to the question in flight, whichever hook asks it: one of the
+// answers its hook may give (fsm.Hook.Examples), or its error.
+func (ms *modelServer) answer(t *rapid.T) generated {
+	h := ms.asking.Hook
+	e := fsm.Event{Kind: fsm.EvAnswer, Now: ms.now, Request: ms.asking.Request, Hook: h}
+	if rapid.IntRange(0, 3).Draw(t, "hookFails") == 0 {
+		e.Failure = &fsm.Failure{Message: "hook " + h.String() + ": it failed"}
+		return generated{event: e}
+	}
+	if text := rapid.SampledFrom(h.Examples()).Draw(t, "answer"); h.Answers() {
+		a, err := h.ParseAnswer(text)
+		if err != nil {
+			t.Fatalf("hook %s's example %q: %v", h, text, err)
+		}
+		e.Answer = a
+	}
+	return generated{event: e}
 }
 
 func (ms *modelServer) stale(t *rapid.T, s *fsm.Snapshot) generated {

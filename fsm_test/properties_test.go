@@ -9,8 +9,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/rewatch/rewatch/fsm"
-	"github.com/rewatch/rewatch/fsm/fsmcheck"
 	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/transitions/fsmcheck"
 )
 
 // run is one random sequence: the machine, and every event with its outcome.
@@ -47,7 +47,7 @@ func drawRun(t *rapid.T) run {
 			case fsm.CmdWatchDeadline:
 				ms.deadlineDue = g.event.Now.Add(c.Delay)
 			case fsm.CmdAsk:
-				ms.asking = c.Request
+				ms.asking = c
 			}
 		}
 		r.steps = append(r.steps, runStep{gen: g, before: before, after: s, cause: cause, commands: cmds})
@@ -187,7 +187,12 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 					}
 					return lo, hi
 				}
-				if cfg.MaxRelists > 0 && transitions.Table.BeginsRelist(c.Reason) {
+				if transitions.Table.Facts(c.Reason).Answer {
+					// The caller's answer said how long (a hook that answers with a wait).
+					honoured = false
+					continue
+				}
+				if r.m.HoldsRelists() && transitions.Table.BeginsRelist(c.Reason) {
 					// A relist's wait is its relist rules' to lengthen (TestPropertyRelistCapHolds).
 					// One they lengthened past the Retry-After is theirs, not the server's, and
 					// the next Retry-After is a first one again, as after the backoff's own wait.
@@ -213,7 +218,7 @@ func TestPropertyWaitsAreRetryAfterOrBackoff(t *testing.T) {
 				// the same (docs/semantics.md, "watch refused", "LIST fails").
 				honoured = false
 				from := st.before.Wait.Attempt
-				if c.Reason == fsm.CauseWatchRejectedOnce || c.Reason == fsm.CauseListRejected && !st.before.Watch.Rejected {
+				if c.Reason == fsm.CauseWatchRejectedOnce || c.Reason == fsm.CauseListRejected && st.before.Watch.Rejected.Count(&st.before.Moments) == 0 {
 					from = 0
 				}
 				lo, hi := bounds(cfg, from)
@@ -547,6 +552,7 @@ func TestPropertyFreshConnectionOnceBetweenEvents(t *testing.T) {
 				t.Fatalf("step %d: a second fresh-connection re-watch with no watch event between", i)
 			}
 			if st.before.State == fsm.Watching && st.gen.kind == fkExpired && !st.gen.stale && st.cause != fsm.CauseExpiredYoungCache &&
+				!transitions.Table.Facts(st.cause).HoldsRelist && // a relist held back begins later
 				st.after.State != fsm.Relisting && (st.after.State != fsm.Backoff || st.after.Wait.Next != fsm.Relisting) {
 				t.Fatalf("step %d: %s led to %s, not a relist", i, st.cause, st.after.State)
 			}
@@ -565,11 +571,10 @@ func TestPropertyCredentialsRefreshedAtMostOnceAMinute(t *testing.T) {
 		for i, st := range r.steps {
 			e := st.gen.event
 			for _, c := range st.commands {
-				if c.Kind != fsm.CmdAsk {
+				if c.Kind != fsm.CmdAsk || c.Hook != fsm.HookRefreshCredentials {
 					continue
 				}
 				require.True(t, r.m.Config().CredentialsRefresh, "step %d: asked a caller without the hook", i)
-				require.Equal(t, fsm.HookRefreshCredentials, c.Hook)
 				listing := st.before.State == fsm.Listing || st.before.State == fsm.Relisting
 				require.True(t, st.before.Synced || listing, "step %d: a watch's 401 asked before the store synced", i)
 				f := e.Failure

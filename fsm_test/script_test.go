@@ -2,11 +2,8 @@ package fsm_test
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/transitions"
@@ -91,140 +88,26 @@ func (r *scriptRunner) format(st step) string {
 
 func offset(t time.Time) string { return "t+" + t.Sub(t0).String() }
 
+// parse reads a script's line: a leading +D moves the script's clock, the rest is an event in
+// the words of the canonical printer (fsm.EventParser), whose request and timer default to the
+// ones the machine is waiting on.
 func (r *scriptRunner) parse(line string) (fsm.Event, error) {
-	fields := strings.Fields(line)
-	if len(fields) > 0 && strings.HasPrefix(fields[0], "+") {
-		d, err := time.ParseDuration(fields[0][1:])
+	text := strings.TrimSpace(line)
+	if step, rest, _ := strings.Cut(text, " "); strings.HasPrefix(step, "+") {
+		d, err := time.ParseDuration(step[1:])
 		if err != nil {
-			return fsm.Event{}, fmt.Errorf("bad time step %q: %w", fields[0], err)
+			return fsm.Event{}, fmt.Errorf("bad time step %q: %w", step, err)
 		}
 		r.now = r.now.Add(d)
-		fields = fields[1:]
+		text = rest
 	}
-	if len(fields) == 0 {
-		return fsm.Event{}, fmt.Errorf("empty event line")
+	kind, _, _ := strings.Cut(text, " ")
+	defaults := fsm.Event{Now: r.now, Request: r.s.Request}
+	switch kind {
+	case fsm.EvTimerFired.String():
+		defaults.Request, defaults.Timer = 0, armed(r.s)
+	case fsm.EvStart.String(), fsm.EvStop.String():
+		defaults.Request = 0
 	}
-	var kind fsm.EventKind
-	if err := kind.UnmarshalText([]byte(fields[0])); err != nil {
-		return fsm.Event{}, err
-	}
-	e := fsm.Event{Kind: kind, Now: r.now, Request: r.s.Request}
-	if kind == fsm.EvTimerFired {
-		e.Request, e.Timer = 0, armed(r.s)
-	}
-	if kind == fsm.EvStart || kind == fsm.EvStop {
-		e.Request = 0
-	}
-	var f fsm.Failure
-	var hasFailure bool
-	var st metav1.Status
-	var hasStatus bool
-	for _, kv := range fields[1:] {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			switch kv {
-			case "initial-events-end":
-				e.InitialEventsEnd = true
-				continue
-			case "in-snapshot":
-				e.InSnapshot = true
-				continue
-			}
-			return e, fmt.Errorf("bad field %q", kv)
-		}
-		var err error
-		switch k {
-		case "request":
-			e.Request, err = strconv.ParseUint(v, 10, 64)
-		case "hook":
-			err = e.Hook.UnmarshalText([]byte(v))
-		case "timer":
-			e.Timer, err = strconv.ParseUint(v, 10, 64)
-		case "type":
-			err = e.Type.UnmarshalText([]byte(v))
-		case "key":
-			e.Key = v
-		case "rv":
-			e.ResourceVersion = strings.Trim(v, `"`)
-		case "continue":
-			e.Continue = strings.Trim(v, `"`)
-		case "refused":
-			e.Refused = strings.Trim(v, `"`)
-		case "items":
-			e.ItemCount, err = strconv.Atoi(v)
-		case "status":
-			var code int
-			code, err = strconv.Atoi(v)
-			st.Code, hasStatus, hasFailure = int32(code), true, true
-		case "reason":
-			st.Reason, hasStatus, hasFailure = metav1.StatusReason(v), true, true
-		case "cause":
-			if st.Details == nil {
-				st.Details = &metav1.StatusDetails{}
-			}
-			st.Details.Causes = append(st.Details.Causes, metav1.StatusCause{Type: metav1.CauseType(v)})
-			hasStatus, hasFailure = true, true
-		case "cache-oldest":
-			// The watch cache's 410 for the RV the watch asked for (the last RV).
-			st.Message = fsm.TooOldMessage(r.s.LastRV, v)
-			hasStatus, hasFailure = true, true
-		case "retry-after-seconds":
-			var n int
-			n, err = strconv.Atoi(v)
-			if st.Details == nil {
-				st.Details = &metav1.StatusDetails{}
-			}
-			st.Details.RetryAfterSeconds = int32(n)
-			hasStatus, hasFailure = true, true
-		case "code":
-			f.Code, err = strconv.Atoi(v)
-			hasFailure = true
-		case "retry-after":
-			f.RetryAfter, err = time.ParseDuration(v)
-			f.HasRetryAfter, hasFailure = true, true
-		case "transport":
-			err = f.Transport.UnmarshalText([]byte(v))
-			hasFailure = true
-		default:
-			err = fmt.Errorf("unknown field")
-		}
-		if err != nil {
-			return e, fmt.Errorf("field %q: %w", kv, err)
-		}
-	}
-	if hasStatus {
-		if st.Reason == "" {
-			st.Reason = defaultReason(st.Code)
-		}
-		st.Status = metav1.StatusFailure
-		f.Status = &st
-	}
-	if hasFailure {
-		e.Failure = &f
-	}
-	return e, nil
-}
-
-func defaultReason(code int32) metav1.StatusReason {
-	switch code {
-	case 429:
-		return metav1.StatusReasonTooManyRequests
-	case 500:
-		return metav1.StatusReasonInternalError
-	case 410:
-		return metav1.StatusReasonExpired
-	case 504:
-		return metav1.StatusReasonTimeout
-	case 403:
-		return metav1.StatusReasonForbidden
-	case 404:
-		return metav1.StatusReasonNotFound
-	case 401:
-		return metav1.StatusReasonUnauthorized
-	case 400:
-		return metav1.StatusReasonBadRequest
-	case 503:
-		return metav1.StatusReasonServiceUnavailable
-	}
-	return metav1.StatusReasonUnknown
+	return fsm.EventParser{Defaults: defaults, WatchedRV: r.s.LastRV}.Parse(text)
 }

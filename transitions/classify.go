@@ -11,8 +11,8 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 )
 
-// classify reads a failure as its fsm.Class. Statuses are judged with apimachinery's own predicates so that
-// rewatch and client-go agree on what each Status means.
+// classify reads a failure as its fsm.Class, as the classes' docs say. Statuses are judged with
+// apimachinery's own predicates so that rewatch and client-go agree on what each Status means.
 func classify(f *fsm.Failure) fsm.Class {
 	if f == nil {
 		return fsm.ClassInternal

@@ -226,11 +226,7 @@ func (m *Machine) replace(s *fsm.Snapshot, rv string, now time.Time, out *[]fsm.
 	s.List.StreamFailed = false // the next listing tries the watch-list again
 	s.Synced = true
 	s.Resume = fsm.ResumeState{} // a restored snapshot is synced by a full state too
-	s.Watch.Rejected = false
-	// A fresh full state is what relisting past the InternalError window buys. A streak that
-	// began before it must not buy another one (seen in the bench storm: a relist for a 410,
-	// then an InternalError 40 ms later relisting again because the streak was 49 s old).
-	s.InternalErrors.Start, s.InternalErrors.Rewatches = zeroTime, 0
+	s.Moments.Listings++         // a moment that ends streaks (fsm.AtListing)
 	s.RVAdvancedAt = now
 	forgetFrames(s)
 	if rv != "" {

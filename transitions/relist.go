@@ -27,6 +27,10 @@ func relistRules(cfg Config) []relistRule {
 	return rules
 }
 
+// HoldsRelists reports whether the configuration holds relists to rules (MaxRelists, …): a
+// relist's wait may then be theirs rather than its row's (docs/semantics.md, "Relists").
+func (m *Machine) HoldsRelists() bool { return len(m.relistRules) > 0 }
+
 // relistCapWindow is the window MaxRelists counts relists in.
 const relistCapWindow = 10 * time.Minute
 
@@ -58,32 +62,54 @@ func deferredRelist() fsm.Transition {
 	return row
 }
 
-// relistRow is the row an event takes once the relist rules have had their say: a row that
-// would begin a relist at once takes the table's deferred row instead when a rule says wait. A
-// row that waits anyway keeps its cause; beginRelist lengthens its wait. Step and Classify both
-// read it, so it changes nothing.
+// relistRow is the row an event takes once the relist stage has had its say: a row that would
+// begin a relist at once is taken by the first rule of the stage that takes it (rule.takesRelist:
+// relist-deferred, when a relist rule says wait), whose row replaces it. A row that waits anyway
+// keeps its cause; beginRelist lengthens its wait. Step and Classify both read it, so it
+// changes nothing.
 func (m *Machine) relistRow(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition) fsm.Transition {
-	if row.BeginsRelist() && row.To == fsm.Relisting && m.relistWait(s, e) > 0 {
-		return deferredRelist()
+	if mayHoldRelist(row) {
+		return m.heldRelistRow(s, e, row)
+	}
+	return row
+}
+
+// mayHoldRelist: the row begins a relist at once, which the relist stage may take. Every event
+// asks it: it inlines, and the stage is asked only then.
+func mayHoldRelist(row fsm.Transition) bool {
+	return row.To == fsm.Relisting && row.From == fsm.Watching
+}
+
+// heldRelistRow is relistRow's decision for a row mayHoldRelist lets through.
+func (m *Machine) heldRelistRow(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition) fsm.Transition {
+	for _, r := range relistStage {
+		if r.takesRelist(m, s, *e, row) {
+			stage, _ := Table.Lookup(fsm.Watching, r.cause)
+			return stage
+		}
 	}
 	return row
 }
 
 // beginRelist performs a row that begins a relist, after the particular effects of the cause
 // that took it: the LIST goes out now, or the wait is armed after which it will — the row's
-// own wait (a second 410, a second refusal) lasting at least what the rules ask, a deferred
-// relist exactly what they ask (it is no failure streak, so the backoff does not advance).
+// own wait (its rule's, or the usual delay: a second 410, a second refusal) lasting at least
+// what the rules ask; a deferred relist's is exactly what they ask (deferredWait).
 func (m *Machine) beginRelist(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
-	switch {
+	switch r := ruleOf[row.Cause]; {
 	case row.To == fsm.Relisting:
 		m.relistNow(s, e, out)
-	case row.Cause == fsm.CauseRelistDeferred:
-		m.backoff(s, row, m.rulesWait(s, m.relistWait(s, e)), out)
-	case row.Cause == fsm.CauseTooLargeRV:
-		m.backoff(s, row, m.atLeastRulesWait(s, e, m.lagDelay(s, e)), out)
+	case r.wait != nil:
+		m.backoff(s, row, m.atLeastRulesWait(s, e, r.wait(m, s, *e)), out)
 	default:
 		m.backoff(s, row, m.atLeastRulesWait(s, e, m.delay(s, e, row.Then)), out)
 	}
+}
+
+// deferredWait is the wait of a relist the rules held back: what they ask (it is no failure
+// streak, so the backoff does not advance).
+func (m *Machine) deferredWait(s *fsm.Snapshot, e fsm.Event) time.Duration {
+	return m.rulesWait(s, m.relistWait(s, &e))
 }
 
 // atLeastRulesWait lengthens a row's own wait d to what the relist rules ask, when they ask

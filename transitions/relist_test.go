@@ -27,7 +27,7 @@ var relistPaths = []struct {
 	check func(*testing.T, fsm.Snapshot)
 }{
 	{"410", func(p *play) { p.watching() }, failing(fsm.EvWatchOpenFailed, httpBare(410)), fsm.CauseExpired,
-		func(t *testing.T, s fsm.Snapshot) { assert.Equal(t, 1, s.Watch.ExpiredStreak) }},
+		func(t *testing.T, s fsm.Snapshot) { assert.Equal(t, 1, expiredStreak.count(&s)) }},
 	{"too large RV", func(p *play) { p.watching() }, failing(fsm.EvWatchOpenFailed, httpStatus(504, tooLargeRVStatus())), fsm.CauseTooLargeRV,
 		func(t *testing.T, s fsm.Snapshot) { assert.True(t, s.RVUnusable, "the relist asks for RV \"\"") }},
 	{"InternalError past the window", func(p *play) {
@@ -37,9 +37,9 @@ var relistPaths = []struct {
 		}
 	}, failing(fsm.EvWatchOpenFailed, httpBare(500)), fsm.CauseInternalErrorPastWindow, func(*testing.T, fsm.Snapshot) {}},
 	{"a second 410", func(p *play) { p.watching().watchFails(410).page("200", "") }, failing(fsm.EvWatchOpenFailed, httpBare(410)),
-		fsm.CauseExpiredAgain, func(t *testing.T, s fsm.Snapshot) { assert.Equal(t, 2, s.Watch.ExpiredStreak) }},
+		fsm.CauseExpiredAgain, func(t *testing.T, s fsm.Snapshot) { assert.Equal(t, 2, expiredStreak.count(&s)) }},
 	{"a second refusal", func(p *play) { p.watching().watchFails(403).fire() }, failing(fsm.EvWatchOpenFailed, httpBare(403)),
-		fsm.CauseWatchRejected, func(t *testing.T, s fsm.Snapshot) { assert.True(t, s.Watch.Rejected) }},
+		fsm.CauseWatchRejected, func(t *testing.T, s fsm.Snapshot) { assert.Positive(t, rejected.count(&s)) }},
 }
 
 // Without a rule every relist begins as its row says — at once, or when its wait is over — and

@@ -1,7 +1,7 @@
 package transitions
 
 import (
-	"slices"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,61 +42,55 @@ func TestEveryWaitSaysWhereItLeads(t *testing.T) {
 	}
 }
 
-// What the table says about each wait's destination, spelled out (docs/semantics.md, failure
-// rows): a failed LIST retries itself; a busy or broken watch re-watches; a rejected watch, a
-// second 410, and the one kube-apiserver unreachable relist.
+// Where each wait leads, by what its cause is (docs/semantics.md, failure rows): a listing's
+// wait retries the listing it interrupted; a watch's wait either re-watches — its cause is a
+// failure answered without a LIST (fsm.CauseFacts.AvoidsList: busy, broken, refused once) — or
+// relists — its rows begin a relist (a rejected watch, a second 410, the one kube-apiserver
+// unreachable, a relist held back) — and each goes on through the timer row into its Then.
 func TestWaitDestinations(t *testing.T) {
-	cases := []struct {
-		from  fsm.State
-		cause fsm.Cause
-		then  fsm.State
-		timer fsm.Cause
-	}{
-		{fsm.Listing, fsm.CauseListFailed, fsm.Listing, fsm.CauseRetryList},
-		{fsm.Listing, fsm.CauseListRejected, fsm.Listing, fsm.CauseRetryList},
-		{fsm.Listing, fsm.CauseInitialTransferCut, fsm.Listing, fsm.CauseRetryList},
-		{fsm.Listing, fsm.CauseListStalled, fsm.Listing, fsm.CauseRetryList},
-		{fsm.Relisting, fsm.CauseListStalled, fsm.Relisting, fsm.CauseRetryRelist},
-		{fsm.Relisting, fsm.CauseListFailed, fsm.Relisting, fsm.CauseRetryRelist},
-		{fsm.Relisting, fsm.CauseListRejected, fsm.Relisting, fsm.CauseRetryRelist},
-		{fsm.Relisting, fsm.CauseInitialTransferCut, fsm.Relisting, fsm.CauseRetryRelist},
-		{fsm.Watching, fsm.CauseServerBusy, fsm.Watching, fsm.CauseRetryWatch},
-		{fsm.Watching, fsm.CauseInternalErrorInWindow, fsm.Watching, fsm.CauseRetryWatch},
-		{fsm.Watching, fsm.CauseConnectFailed, fsm.Watching, fsm.CauseRetryWatch},
-		{fsm.Watching, fsm.CauseStreamEndedQuickly, fsm.Watching, fsm.CauseRetryWatch},
-		{fsm.Watching, fsm.CauseExpiredAgain, fsm.Relisting, fsm.CauseRetryRelist},
-		{fsm.Watching, fsm.CauseTooLargeRV, fsm.Relisting, fsm.CauseRetryRelist},
-		{fsm.Watching, fsm.CauseWatchRejectedOnce, fsm.Watching, fsm.CauseRetryWatch},
-		{fsm.Watching, fsm.CauseWatchRejected, fsm.Relisting, fsm.CauseRetryRelist},
-		{fsm.Watching, fsm.CauseRelistDeferred, fsm.Relisting, fsm.CauseRetryRelist},
-		{fsm.Watching, fsm.CauseServerUnreachable, fsm.Relisting, fsm.CauseRetryRelist},
-	}
 	waits := 0
 	for _, row := range Table.Rows() {
-		if row.To == fsm.Backoff {
-			waits++
+		if row.To != fsm.Backoff {
+			continue
 		}
+		waits++
+		name := fmt.Sprintf("%s --%s--> Backoff→%s", row.From, row.Cause, row.Then)
+		facts := Table.Facts(row.Cause)
+		switch row.From {
+		case fsm.Listing, fsm.Relisting:
+			assert.Equal(t, row.From, row.Then, "%s: a listing's wait retries it", name)
+			assert.Equal(t, fsm.AvoidsNoList, facts.AvoidsList, name)
+		case fsm.Watching:
+			rewatches, relists := facts.AvoidsList != fsm.AvoidsNoList, Table.BeginsRelist(row.Cause)
+			assert.True(t, rewatches != relists, "%s: a watch's wait re-watches (avoiding a LIST) or relists, one of the two", name)
+			if rewatches {
+				assert.Equal(t, fsm.Watching, row.Then, name)
+			} else {
+				assert.Equal(t, fsm.Relisting, row.Then, name)
+			}
+		default:
+			t.Errorf("%s: only the listings and the watch wait", name)
+		}
+		timer, ok := Table.Resume(row.Then)
+		require.True(t, ok, name)
+		to, _ := Table.Target(fsm.Backoff, timer)
+		assert.Equal(t, row.Then, to, "%s goes on through %s", name, timer)
 	}
-	require.Equal(t, waits, len(cases), "every row into fsm.Backoff is listed here")
-	for _, c := range cases {
-		row, ok := Table.Lookup(c.from, c.cause)
-		require.True(t, ok, "%s --%s-->", c.from, c.cause)
-		assert.Equal(t, fsm.Transition{From: c.from, Cause: c.cause, To: fsm.Backoff, Then: c.then}, row)
-		timer, _ := Table.Resume(row.Then)
-		assert.Equal(t, c.timer, timer, "%s --%s-->", c.from, c.cause)
-	}
+	assert.Positive(t, waits)
 }
 
-// fsm.Listing and fsm.Relisting differ in the start alone — fsm.CauseStart, or a start from a
-// persisted snapshot with its probe's answers: every other cause either admits leads to the same
-// place, or back to the state it came from (itself, or after a wait).
+// fsm.ListingAndRelisting, which fsm.NewTable holds the table to when it loads: the start's
+// causes — the rules that read the start or a persisted snapshot's probe alone
+// (fsm.CauseFacts.Start) — are Listing's alone, and every other cause either admits leads to
+// the same place, or back to the state it came from (itself, or after a wait).
 func TestListingAndRelistingDifferOnlyInStart(t *testing.T) {
-	startOnly := []fsm.Cause{fsm.CauseStart, fsm.CauseStartFromSnapshot, fsm.CauseProbeItem, fsm.CauseResume, fsm.CauseSnapshotAhead,
-		fsm.CauseProbeWhole, fsm.CauseSnapshotForeign, fsm.CauseVerifySnapshot, fsm.CauseSnapshotUnverifiable}
+	assert.True(t, Table.Facts(fsm.CauseStart).Start)
+	assert.True(t, Table.Facts(fsm.CauseStartFromSnapshot).Start)
+	assert.False(t, Table.Facts(fsm.CauseListFailed).Start, "a failed probe is read as any failed LIST")
 	for _, c := range fsm.Causes() {
 		l, inListing := Table.Lookup(fsm.Listing, c)
 		r, inRelisting := Table.Lookup(fsm.Relisting, c)
-		if slices.Contains(startOnly, c) {
+		if Table.Facts(c).Start {
 			assert.True(t, inListing)
 			assert.False(t, inRelisting, "a relist is never the start")
 			continue
@@ -133,21 +127,35 @@ func TestLookupOutsideTheTable(t *testing.T) {
 	assert.False(t, ok, "no wait leads to fsm.Stopped")
 	_, ok = Table.Resume(fsm.State(9))
 	assert.False(t, ok)
-	assert.Equal(t, []fsm.Cause{fsm.CauseRetryWatch, fsm.CauseRetryRelist, fsm.CauseRetryList, fsm.CauseStop}, Table.Permitted(fsm.Backoff))
+	for _, st := range fsm.States() {
+		var rows []fsm.Cause
+		for _, row := range Table.Rows() {
+			if row.From == st {
+				rows = append(rows, row.Cause)
+			}
+		}
+		assert.Equal(t, rows, Table.Permitted(st), "what %s permits is its rows' causes, in table order", st)
+	}
+	assert.Empty(t, Table.Permitted(fsm.Stopped))
 }
 
 // Every relist begins on a row that leaves fsm.Watching for a listing, at once or after a wait; the
 // table says which, and a cause begins a relist exactly when its rows do.
 func TestRowsThatBeginARelist(t *testing.T) {
-	var begin []fsm.Cause
+	begin := 0
 	for _, row := range Table.Rows() {
-		if row.BeginsRelist() {
-			begin = append(begin, row.Cause)
-		}
 		assert.Equal(t, row.BeginsRelist(), Table.BeginsRelist(row.Cause), "row %s --%s--> %s", row.From, row.Cause, row.To)
+		if !row.BeginsRelist() {
+			continue
+		}
+		begin++
+		facts := Table.Facts(row.Cause)
+		assert.True(t, facts.Retry, "%s ends a watch that cannot be resumed: a retry", row.Cause)
+		assert.Equal(t, fsm.AvoidsNoList, facts.AvoidsList, "%s lists", row.Cause)
 	}
-	assert.Equal(t, []fsm.Cause{fsm.CauseInternalErrorPastWindow, fsm.CauseExpired, fsm.CauseExpiredAgain, fsm.CauseTooLargeRV,
-		fsm.CauseWatchRejected, fsm.CauseRelistDeferred, fsm.CauseCatchUpMissed, fsm.CauseServerUnreachable}, begin)
+	assert.Positive(t, begin)
+	assert.True(t, Table.BeginsRelist(fsm.CauseExpired), "a 410 relists")
+	assert.False(t, Table.BeginsRelist(fsm.CauseServerBusy), "a 429 re-watches")
 	assert.False(t, fsm.Transition{From: fsm.Relisting, Cause: fsm.CauseListFailed, To: fsm.Backoff, Then: fsm.Relisting}.BeginsRelist(),
 		"a relist's own retry is no new relist")
 	assert.False(t, fsm.Transition{From: fsm.Backoff, Cause: fsm.CauseRetryRelist, To: fsm.Relisting}.BeginsRelist(),

@@ -2,6 +2,7 @@ package transitions
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rewatch/rewatch/fsm"
@@ -33,8 +34,14 @@ type rule struct {
 	// effect is what is particular to the cause; nil: nothing. What its facts and rows say is
 	// done for every cause alike (effectsBeforeMove).
 	effect effectBeforeMove
-	// wait, for a rule whose row waits without beginning a relist, is how long; nil: the
-	// usual delay (wait.go). It runs after effect.
+	// takesRelist makes the rule one of the relist stage's (relistRow): it says whether the rule
+	// takes a relist about to begin at once (row, out of Watching into Relisting), whose row
+	// its own row out of Watching then replaces; the failure's effect runs, then the rule's.
+	// The first rule of the stage that takes it does. No event is read as such a rule.
+	takesRelist func(m *Machine, s *fsm.Snapshot, e fsm.Event, row fsm.Transition) bool
+	// wait, for a rule whose row waits, is how long; nil: the usual delay (wait.go). It runs
+	// after effect; for a row that begins a relist, the relist rules may lengthen it
+	// (beginRelist).
 	wait func(m *Machine, s *fsm.Snapshot, e fsm.Event) time.Duration
 }
 
@@ -110,6 +117,8 @@ var (
 	ruleOf [256]*rule
 	// readings indexes the readings by what the event answers and its kind, fallbacks last.
 	readings [numAnswers][][]readingOf
+	// relistStage are the rules that may take a relist about to begin, in order (takesRelist).
+	relistStage []*rule
 	// only holds, by what the event answers and its kind, the cause of the one reading when
 	// there is one and it takes every such event that carries no failure: a watch frame on the
 	// watch, found without a look at the event's class or a condition.
@@ -129,6 +138,12 @@ func init() {
 	Table = t
 	if row := deferredRelist(); !row.BeginsRelist() || row.To != fsm.Backoff {
 		panic("transitions: the table has no row Watching --relist-deferred--> Backoff, Then: Relisting")
+	}
+	// Step calls the watch event's effect directly and nothing else: its rule must state
+	// nothing else for the step to do (a frame on a stream not reported open is accepted in
+	// watchEvent).
+	if w := ruleOf[fsm.CauseWatchEvent]; len(w.rows) != 1 || w.rows[0] != stays(fsm.Watching) || w.accepted || w.wait != nil {
+		panic("transitions: the watch event's rule is the hot path's: one row, Watching to Watching, and no fact the step applies")
 	}
 }
 
@@ -153,12 +168,22 @@ func build(rules []rule) (*fsm.Table, error) {
 			return nil, fmt.Errorf("transitions: two rules for %s", r.cause)
 		}
 		ruleOf[r.cause] = r
+		if r.takesRelist != nil {
+			if len(r.rows) != 1 || r.rows[0].From != fsm.Watching || len(r.reads) > 0 {
+				return nil, fmt.Errorf("transitions: %s takes relists: one row out of Watching, and no reading", r.cause)
+			}
+			relistStage = append(relistStage, r)
+		}
 		var classes fsm.Classes
 		timer := false
+		start := len(r.reads) > 0 // it reads the start or the probe alone
+		answer := false
 		for j := range r.reads {
 			rd := &r.reads[j]
 			classes |= rd.classes
 			timer = timer || rd.on == answersTimer
+			start = start && (rd.on == answersProbe || rd.on == answersNothing && slices.Equal(rd.kinds, []fsm.EventKind{fsm.EvStart}))
+			answer = answer || rd.on == answersAsk
 			for _, k := range rd.kinds {
 				into := &readings[rd.on]
 				if rd.fallback {
@@ -179,7 +204,8 @@ func build(rules []rule) (*fsm.Table, error) {
 		}
 		facts = append(facts, fsm.CauseFacts{
 			Cause: r.cause, Label: r.label, Classes: classes &^ fsm.ClassesOf(fsm.NoClass),
-			Retry: r.retry, AvoidsList: r.avoidsList, Accepted: r.accepted,
+			Retry: r.retry, AvoidsList: r.avoidsList, Accepted: r.accepted, Start: start,
+			Answer: answer, HoldsRelist: r.takesRelist != nil,
 		})
 	}
 	for on := range fallbacks {
@@ -210,6 +236,12 @@ func build(rules []rule) (*fsm.Table, error) {
 // stream (Streaming) or a watch. fsm.NoCause means the event answers nothing current: a stale
 // request or timer, a second start.
 func (m *Machine) cause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
+	if e.Kind == fsm.EvWatchEvent && e.Request == s.Request && s.Request != 0 && !s.List.Streaming && e.Failure == nil {
+		// The hot path: a frame on the watch in flight, read as the switch below reads it.
+		if c := only[answersWatch][fsm.EvWatchEvent]; c != fsm.NoCause {
+			return c
+		}
+	}
 	var on answers
 	switch e.Kind {
 	case fsm.EvStart, fsm.EvStop:
@@ -247,11 +279,15 @@ func (m *Machine) cause(s *fsm.Snapshot, e *fsm.Event) fsm.Cause {
 			on = answersWatch
 		}
 	}
+	if e.Kind < numEventKinds {
+		// A kind read by one reading alone (a frame on the watch) is its cause, without a look
+		// at the readings (only holds no cause for a kind past them).
+		if c := only[on][e.Kind]; c != fsm.NoCause && e.Failure == nil {
+			return c
+		}
+	}
 	if int(e.Kind) >= len(readings[on]) {
 		return fsm.NoCause
-	}
-	if c := only[on][e.Kind&(numEventKinds-1)]; c != fsm.NoCause && e.Failure == nil {
-		return c
 	}
 	class := eventClass(e)
 	var fallback fsm.Cause
@@ -286,28 +322,30 @@ func eventClass(e *fsm.Event) fsm.Class {
 
 // effectsBeforeMove updates s and emits the commands of the row the event takes, for the cause
 // the event was read as: the row's own cause, or, for a relist the relist rules held back (the
-// row's cause is then fsm.CauseRelistDeferred), the watch failure that began it. Step moves
-// s.State and s.Cause to the row's after it.
+// row's cause is then fsm.CauseRelistDeferred), the watch failure that began it, and then the
+// row's rule's. Step moves s.State and s.Cause to the row's after it.
 //
 // What the rule's facts and row say is applied here for every cause alike: a cause the server
 // accepted a request with resets the Retry-After run; a row that begins a relist goes through
 // beginRelist, and any other row into Backoff arms its timer, after the rule's own effect; and
 // the deadline of the watch in flight is kept (keepDeadline, silence.go).
 func (m *Machine) effectsBeforeMove(s *fsm.Snapshot, e *fsm.Event, cause fsm.Cause, row fsm.Transition, out *[]fsm.Command) {
+	if s.List.EndTimer != 0 && cause != fsm.CauseInitialEvent && cause != fsm.CauseInitialEventsCheck {
+		endDeadlineOff(s, row, out)
+	}
 	r := ruleOf[cause]
 	if r.accepted {
 		accepted(s)
 	}
-	if s.List.EndTimer != 0 && cause != fsm.CauseInitialEvent && cause != fsm.CauseInitialEventsCheck {
-		endDeadlineOff(s, row, out)
-	}
-	switch {
-	case cause == fsm.CauseWatchEvent:
-		// The hot path, called directly: an effect called through its rule takes the event
-		// by value, and the copy would cost a tenth of a watch frame's step.
-		*out = m.watchEvent(s, e, *out)
-	case r.effect != nil:
+	if r.effect != nil {
 		*out = r.effect(m, s, *e, *out)
+	}
+	if row.Cause != cause {
+		// The relist stage took its own row for the failure's (relistRow): the failure's
+		// effect has run, and the row's rule adds its own.
+		if sub := ruleOf[row.Cause]; sub.effect != nil {
+			*out = sub.effect(m, s, *e, *out)
+		}
 	}
 	switch {
 	case row.BeginsRelist():
@@ -351,3 +389,19 @@ func (r reading) when(cond func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool) 
 }
 
 func (r reading) otherwise() reading { r.fallback = true; return r }
+
+// streak is a streak a rule counts (fsm.Streak): where the snapshot keeps it, and the moments
+// that end it. A rule declares its streaks beside itself, and nothing else resets them.
+type streak struct {
+	of   func(s *fsm.Snapshot) *fsm.Streak
+	ends fsm.MomentSet
+}
+
+// count is the streak's length now.
+func (k streak) count(s *fsm.Snapshot) int { return k.of(s).Count(&s.Moments) }
+
+// add counts one more.
+func (k streak) add(s *fsm.Snapshot) { k.of(s).Add(&s.Moments, k.ends) }
+
+// end ends the streak now.
+func (k streak) end(s *fsm.Snapshot) { k.of(s).End() }

@@ -11,8 +11,8 @@ import (
 
 // The rules of a listing: the first fill (Listing, at RV 0) and a relist (Relisting, at the
 // last RV), page by page or as a watch-list stream (docs/semantics.md, "Initial LIST",
-// "Relist after a watch failure", "Watch-list"). Listing and Relisting take the same rules but
-// the start, and each state's waits come back to itself.
+// "Relist after a watch failure", "Watch-list"). Their rows in the two states are as
+// fsm.ListingAndRelisting says, which fsm.NewTable checks when the package loads.
 
 // Failure classes a listing reads.
 var (

@@ -190,7 +190,7 @@ func endedAtCatchUpDeadline(_ *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 	last := s.Resume.LastFrame
 	return s.Resume.CatchingUp && e.Failure == nil && s.Watch.Open &&
 		e.Now.Sub(s.Watch.OpenedAt) >= time.Duration(s.Resume.Timeout)*time.Second-catchUpQuietTail &&
-		(last.IsZero() || e.Now.Sub(last) >= catchUpQuietTail)
+		(last == 0 || fsm.InstantOf(e.Now).Sub(last) >= catchUpQuietTail)
 }
 
 // catchUpQuietTail is how long a catch-up watch must have been quiet before the server ended it

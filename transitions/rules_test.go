@@ -47,11 +47,12 @@ func TestReadingsExcludeEachOther(t *testing.T) {
 		s.List = fsm.ListState{RV: pick("", "0", "5"), Continuing: coin(), Streaming: coin(), Whole: coin()}
 		s.Server.WholeListsFail = coin()
 		s.Watch = fsm.WatchState{Open: coin(), OpenedAt: now.Add(-time.Duration(rng.IntN(3)) * time.Second),
-			Events: rng.IntN(2), Progressed: coin(), QuickEnds: rng.IntN(3), ExpiredStreak: rng.IntN(2),
-			Rejected: coin(), FreshTried: coin()}
+			Events: rng.IntN(2), Progressed: coin(), QuickEnds: fsm.Streak{N: rng.IntN(3)},
+			ExpiredStreak: fsm.Streak{N: rng.IntN(2)}, Rejected: fsm.Streak{N: rng.IntN(2)}, FreshTried: fsm.Streak{N: rng.IntN(2)}}
 		if coin() {
 			s.InternalErrors.Start = now.Add(-time.Duration(rng.IntN(60)) * time.Second)
 			s.InternalErrors.Rewatches = rng.IntN(5)
+			s.InternalErrors.Streak = fsm.Streak{N: 1}
 		}
 		e := fsm.Event{Kind: kinds[rng.IntN(len(kinds))], Now: now, Request: 3,
 			Type: fsm.WatchEventType(1 + rng.IntN(4)), InitialEventsEnd: coin(), Continue: pick("", "c")}

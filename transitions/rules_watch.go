@@ -19,6 +19,29 @@ import (
 // watchFailure are the events that end or refuse a watch with a failure.
 var watchFailure = []fsm.EventKind{fsm.EvWatchOpenFailed, fsm.EvWatchError, fsm.EvWatchEnded}
 
+// The streaks the watch's rules count, and the moments that end them (fsm.Streak): declared
+// here, beside the rules that count and read them, and reset nowhere else.
+var (
+	// quickEnds: watches in a row that ended quickly without moving the RV (read by
+	// stream-ended and stream-ended-quickly); over once a watch moves the RV, or one ends
+	// after the quick-end threshold (watchFailed).
+	quickEnds = streak{func(s *fsm.Snapshot) *fsm.Streak { return &s.Watch.QuickEnds }, fsm.AtProgress}
+	// expiredStreak: 410s since the last watch event (expired, expired-again).
+	expiredStreak = streak{func(s *fsm.Snapshot) *fsm.Streak { return &s.Watch.ExpiredStreak }, fsm.AtFrame}
+	// freshTried: a young watch cache's 410 was re-watched on a fresh connection since the
+	// last watch event (expired-young-cache).
+	freshTried = streak{func(s *fsm.Snapshot) *fsm.Streak { return &s.Watch.FreshTried }, fsm.AtFrame}
+	// rejected: refusals (a watch's, or a LIST's: listRefusalDelay) since a watch last opened
+	// or a listing completed (watch-rejected-once, watch-rejected, list-rejected).
+	rejected = streak{func(s *fsm.Snapshot) *fsm.Streak { return &s.Watch.Rejected }, fsm.AtOpen | fsm.AtListing}
+	// internalErrors: the InternalErrors since the last progress (internal-error-in-window,
+	// internal-error-past-window). A fresh full state is what relisting past the window buys,
+	// so it ends the streak too: one that began before it must not buy another relist (seen
+	// in the bench storm: a relist for a 410, then an InternalError 40 ms later relisting
+	// again because the streak was 49 s old).
+	internalErrors = streak{func(s *fsm.Snapshot) *fsm.Streak { return &s.InternalErrors.Streak }, fsm.AtProgress | fsm.AtListing}
+)
+
 var watchRules = []rule{
 	{
 		cause: fsm.CauseWatchOpened, label: "watch opened", accepted: true,
@@ -40,8 +63,8 @@ var watchRules = []rule{
 		},
 	},
 	{
-		// Named for what it covers (429, 503, 504 server timeout).
-		cause: fsm.CauseServerBusy, label: "429 / Retry-After (also 503, server timeout)",
+		// A failure of class busy, whichever answer it was (fsm.ClassBusy).
+		cause: fsm.CauseServerBusy, label: "server busy / Retry-After → wait, re-WATCH",
 		retry: true, avoidsList: fsm.AvoidsList,
 		reads:  []reading{on(answersWatch, watchFailure...).class(fsm.ClassBusy)},
 		rows:   []fsm.Transition{waits(fsm.Watching, fsm.Watching)},
@@ -128,7 +151,7 @@ var watchRules = []rule{
 		reads: []reading{on(answersWatch, watchFailure...).class(fsm.ClassExpired).when(firstExpiry(true))},
 		rows:  []fsm.Transition{stays(fsm.Watching)},
 		effect: func(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
-			s.Watch.FreshTried = true
+			freshTried.add(s)
 			m.watchFailed(s, &e, &out)
 			m.openWatch(s, &out)
 			out[len(out)-1].FreshConnection = true
@@ -147,6 +170,7 @@ var watchRules = []rule{
 			m.watchFailed(s, &e, &out)
 			return out
 		},
+		wait: func(m *Machine, s *fsm.Snapshot, e fsm.Event) time.Duration { return m.lagDelay(s, &e) },
 	},
 	{
 		// The first refusal since a watch was last accepted re-watches after the wait: right
@@ -173,6 +197,10 @@ var watchRules = []rule{
 		// back unless configured (docs/semantics.md, "Relists").
 		cause: fsm.CauseRelistDeferred, label: "relist held back by a relist rule", retry: true,
 		rows: []fsm.Transition{waits(fsm.Watching, fsm.Relisting)},
+		takesRelist: func(m *Machine, s *fsm.Snapshot, e fsm.Event, _ fsm.Transition) bool {
+			return len(m.relistRules) > 0 && m.relistWait(s, &e) > 0
+		},
+		wait: (*Machine).deferredWait,
 	},
 	{
 		// A 401 to a watch after the server had accepted the reflector's credentials: they
@@ -276,14 +304,14 @@ func storageReadError(f *fsm.Failure) bool {
 // streak of long waits still reaches its relist after a few re-watches, and a burst of fast
 // errors cannot force one before the window has passed.
 func internalStreakSpent(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
-	return !s.InternalErrors.Start.IsZero() &&
+	return s.InternalErrors.Live(&s.Moments) &&
 		e.Now.Sub(s.InternalErrors.Start) >= m.cfg.InternalErrorWindow &&
 		s.InternalErrors.Rewatches >= m.cfg.InternalErrorRewatches
 }
 
 // quickEndsSpent: this quick end makes QuickEndsBeforeBackoff in a row.
 func quickEndsSpent(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
-	return m.quickEnd(s, &e) && s.Watch.QuickEnds+1 >= m.cfg.QuickEndsBeforeBackoff
+	return m.quickEnd(s, &e) && quickEnds.count(s)+1 >= m.cfg.QuickEndsBeforeBackoff
 }
 
 // rewatchesAtEnd and waitsAtEnd read a stream's end while no restored snapshot is catching up
@@ -298,12 +326,12 @@ func waitsAtEnd(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 }
 
 // expiredAgain: a 410 since the last watch event.
-func expiredAgain(_ *Machine, s *fsm.Snapshot, _ fsm.Event) bool { return s.Watch.ExpiredStreak > 0 }
+func expiredAgain(_ *Machine, s *fsm.Snapshot, _ fsm.Event) bool { return expiredStreak.count(s) > 0 }
 
 // firstExpiry: the first 410 since the last watch event, from a young watch cache or not.
 func firstExpiry(young bool) func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 	return func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
-		return s.Watch.ExpiredStreak == 0 && m.youngCache(s, &e) == young
+		return expiredStreak.count(s) == 0 && m.youngCache(s, &e) == young
 	}
 }
 
@@ -321,7 +349,7 @@ func firstExpiry(young bool) func(m *Machine, s *fsm.Snapshot, e fsm.Event) bool
 // longer holds is one its cache started after (docs/semantics.md, "behind a load balancer").
 // Where the caller says there is one kube-apiserver (SingleServer), no other cache can serve it.
 func (m *Machine) youngCache(s *fsm.Snapshot, e *fsm.Event) bool {
-	if m.cfg.SingleServer || s.Watch.FreshTried || s.Watch.Events > 0 || e.Failure == nil ||
+	if m.cfg.SingleServer || freshTried.count(s) > 0 || s.Watch.Events > 0 || e.Failure == nil ||
 		e.Now.Sub(s.RVAdvancedAt) >= m.cfg.ResumeRVLifetime {
 		return false
 	}
@@ -332,11 +360,11 @@ func (m *Machine) youngCache(s *fsm.Snapshot, e *fsm.Event) bool {
 // firstRefusal and refusedAgain: no watch was refused since one last opened, or one was; and
 // a credentials refresh does not answer this refusal.
 func firstRefusal(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
-	return !s.Watch.Rejected && !refreshHelps(m, s, e)
+	return rejected.count(s) == 0 && !refreshHelps(m, s, e)
 }
 
 func refusedAgain(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
-	return s.Watch.Rejected && !refreshHelps(m, s, e)
+	return rejected.count(s) > 0 && !refreshHelps(m, s, e)
 }
 
 // refreshHelps: the caller refreshes credentials, the server accepted them before (the store
@@ -359,13 +387,13 @@ func watchFailedEffect(m *Machine, s *fsm.Snapshot, e fsm.Event, out []fsm.Comma
 }
 
 func (m *Machine) watchExpired(s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
-	s.Watch.ExpiredStreak++
+	expiredStreak.add(s)
 	m.watchFailed(s, &e, &out)
 	return out
 }
 
 func (m *Machine) watchRejected(s *fsm.Snapshot, e fsm.Event, out []fsm.Command) []fsm.Command {
 	m.watchFailed(s, &e, &out)
-	s.Watch.Rejected = true
+	rejected.add(s)
 	return out
 }

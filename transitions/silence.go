@@ -36,24 +36,37 @@ const (
 
 // frameHeard notes a frame of the watch in flight at now: the gap since the frame before it
 // (on this watch or, across a re-watch, the one before) joins the cadence, and the silence is
-// over. It is on the hot path: no allocation, a few comparisons.
+// over. It is on the hot path: no allocation, a few integer operations. The gap is the
+// difference of the two times' Unix nanoseconds, which is what time.Time.Sub gives for any two
+// frames a reflector sees, without Sub's overflow checks (a third of a watch frame's step);
+// and the frame is when the watch was last heard from (heardAt), so that no second time is
+// written.
 func frameHeard(s *fsm.Snapshot, now time.Time) {
 	w := &s.Watch.Silence
-	if !w.LastFrame.IsZero() {
-		gap := now.Sub(w.LastFrame)
+	at := fsm.InstantOf(now)
+	if w.LastFrame != 0 {
+		gap := at.Sub(w.LastFrame)
 		w.Gap -= w.Gap >> silenceGapDecay
 		if gap > w.Gap {
 			w.Gap = gap
 		}
 		w.GapKnown = true
 	}
-	w.LastFrame, w.HeardAt, w.Cuts = now, now, 0
+	w.LastFrame = at
+	if w.Cuts != 0 {
+		w.Cuts = 0
+	}
 }
+
+// heardAt is when the watch in flight last showed life: asked for, opened, or a frame (the
+// last frame is LastFrame; HeardAt holds the rest, and a catch-up's frames, which are no
+// cadence).
+func heardAt(w *fsm.WatchSilence) fsm.Instant { return max(w.LastFrame, w.HeardAt) }
 
 // forgetFrames starts the cadence's gaps afresh after a full state: the time a listing took
 // is no gap between frames. The cadence itself is the resource's and stays.
 func forgetFrames(s *fsm.Snapshot) {
-	s.Watch.Silence.LastFrame, s.Watch.Silence.Cuts = zeroTime, 0
+	s.Watch.Silence.LastFrame, s.Watch.Silence.Cuts = 0, 0
 }
 
 // activeSilence is the bound of the watch in flight when the silence rule bounds it, and
@@ -81,7 +94,7 @@ func (m *Machine) activeSilence(s *fsm.Snapshot) (time.Duration, bool) {
 // it has delivered since and gets its next deadline).
 func silentPastBound(m *Machine, s *fsm.Snapshot, e fsm.Event) bool {
 	b, ok := m.activeSilence(s)
-	return ok && e.Now.Sub(s.Watch.Silence.HeardAt) >= b
+	return ok && fsm.InstantOf(e.Now).Sub(heardAt(&s.Watch.Silence)) >= b
 }
 
 // watchSilent ends the silent stream and re-watches from the last RV on a fresh connection:
@@ -103,6 +116,22 @@ func (m *Machine) watchSilent(s *fsm.Snapshot, out *[]fsm.Command) {
 // new watch's silence runs from the moment it was asked for. The hot path — a frame on a watch whose deadline is
 // armed — costs a few comparisons.
 func (m *Machine) keepDeadline(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
+	if !deadlineHolds(s, row) {
+		m.moveDeadline(s, e, row, out)
+	}
+}
+
+// deadlineHolds is keepDeadline's hot path, small enough to inline into the step: a deadline
+// is armed for this very watch, which stays, and the rule still bounds it (a quiet stream falls
+// through: disarmed). For is only ever a watch's own request, so the request in flight is no
+// question for the caller nor a watch-list stream.
+func deadlineHolds(s *fsm.Snapshot, row fsm.Transition) bool {
+	w := &s.Watch.Silence
+	return w.Timer != 0 && w.For == s.Request && row.To == fsm.Watching && w.Gap < quietGap
+}
+
+// moveDeadline is keepDeadline but its hot path: it arms, re-arms or disarms the deadline.
+func (m *Machine) moveDeadline(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition, out *[]fsm.Command) {
 	w := &s.Watch.Silence
 	if row.To != fsm.Watching || s.Request == 0 || s.List.Streaming || s.Request == s.Asked.Request {
 		if w.Timer != 0 && row.To != fsm.Backoff && row.To != fsm.Stopped {
@@ -113,9 +142,9 @@ func (m *Machine) keepDeadline(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition
 		return
 	}
 	if w.For != s.Request {
-		w.For, w.HeardAt = s.Request, e.Now
-	} else if w.Timer != 0 && w.Gap < quietGap {
-		return // armed, and still bounded by the rule (a quiet stream falls through: disarmed)
+		// A new watch: its silence runs from the moment it was asked for, and its deadline
+		// replaces the last watch's in the driver.
+		w.For, w.HeardAt = s.Request, fsm.InstantOf(e.Now)
 	}
 	b, ok := m.activeSilence(s)
 	if !ok {
@@ -127,5 +156,5 @@ func (m *Machine) keepDeadline(s *fsm.Snapshot, e *fsm.Event, row fsm.Transition
 	}
 	w.Timer = m.nextID(s)
 	emit(out, fsm.Command{Kind: fsm.CmdWatchDeadline, Request: s.Request, Timer: w.Timer,
-		Delay: max(w.HeardAt.Add(b).Sub(e.Now), MinWait)})
+		Delay: max(b-fsm.InstantOf(e.Now).Sub(heardAt(w)), MinWait)})
 }

@@ -42,7 +42,7 @@ func newSilenceSim(t *testing.T, cfg Config) *silenceSim {
 func (sim *silenceSim) step(e fsm.Event) {
 	sim.t.Helper()
 	e.Now = sim.now
-	lastFrame := sim.s.Watch.Silence.LastFrame
+	lastFrame := sim.s.Watch.Silence.LastFrame.Time()
 	out := sim.m.Step(&sim.s, &e, nil)
 	require.NotEqual(sim.t, fsm.NoCause, sim.s.Cause, "event %s ignored", e)
 	sim.causes[sim.s.Cause]++

@@ -1,6 +1,7 @@
 package transitions
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -36,6 +37,28 @@ func BenchmarkStepWatchEvent(b *testing.B) {
 	b.ReportAllocs()
 	out := make([]fsm.Command, 0, 4)
 	for b.Loop() {
+		out = m.Step(&s, &ev, out[:0])
+	}
+	benchSink = out
+}
+
+// BenchmarkStepWatchEventProgress is a busy stream's frame: each moves the resourceVersion,
+// as on a real stream (BenchmarkStepWatchEvent repeats one frame, whose RV moves once).
+func BenchmarkStepWatchEventProgress(b *testing.B) {
+	m := MustNew(Config{})
+	s := watching(b, m)
+	obj := &struct{}{}
+	rvs := make([]string, 1024)
+	for i := range rvs {
+		rvs[i] = strconv.Itoa(101 + i)
+	}
+	ev := fsm.Event{Kind: fsm.EvWatchEvent, Now: benchT0, Request: 2, Type: fsm.Modified, Key: "default/cm-1", Object: obj}
+	b.ReportAllocs()
+	out := make([]fsm.Command, 0, 4)
+	i := 0
+	for b.Loop() {
+		ev.ResourceVersion = rvs[i&(len(rvs)-1)]
+		i++
 		out = m.Step(&s, &ev, out[:0])
 	}
 	benchSink = out

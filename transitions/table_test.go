@@ -119,7 +119,9 @@ func TestTimerLeadsToNext(t *testing.T) {
 		{forbidden, true, fsm.Relisting},
 	} {
 		w := w
-		w.Watch.Rejected = c.rejected
+		if c.rejected {
+			rejected.add(&w)
+		}
 		s, _ := m.Next(w, fsm.Event{Kind: fsm.EvWatchError, Now: benchT0, Request: w.Request, Failure: c.failure})
 		require.Equal(t, fsm.Backoff, s.State)
 		require.Equal(t, c.next, s.Wait.Next)

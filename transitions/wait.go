@@ -69,8 +69,8 @@ func (m *Machine) firstRefusalDelay(s *fsm.Snapshot, e fsm.Event) time.Duration 
 // unreachable (server-unreachable) meets the restarted server's authorizer as a re-watch
 // does. It marks the refusal (Snapshot.Watch.Rejected), so the next waits the usual delay.
 func (m *Machine) listRefusalDelay(s *fsm.Snapshot, e fsm.Event) time.Duration {
-	first := !s.Watch.Rejected
-	s.Watch.Rejected = true
+	first := rejected.count(s) == 0
+	rejected.add(s)
 	if ra, ok := retryAfter(e.Failure); !first || ok && ra >= MinRetryAfter {
 		return m.delay(s, &e, s.State)
 	}
@@ -131,10 +131,10 @@ func (m *Machine) guardResumeRV(s *fsm.Snapshot, e *fsm.Event, d time.Duration) 
 func accepted(s *fsm.Snapshot) { s.RetryAfter.Repeats = 0 }
 
 // progress is a watch moving the last observed RV (docs/semantics.md, "reset on progress"):
-// proof that the server serves this watch again, so the backoff starts from its first step
-// and any InternalError streak is over.
+// proof that the server serves this watch again, so the backoff starts from its first step,
+// and a moment that ends streaks (fsm.AtProgress: an InternalError streak is over).
 func progress(s *fsm.Snapshot, e *fsm.Event) {
 	s.LastRV, s.RVUnusable, s.RVAdvancedAt = e.ResourceVersion, false, e.Now
 	s.Wait.Attempt = 0
-	s.InternalErrors.Start, s.InternalErrors.Rewatches = zeroTime, 0
+	s.Moments.Progress++
 }

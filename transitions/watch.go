@@ -12,7 +12,7 @@ var zeroTime time.Time
 func (m *Machine) openWatch(s *fsm.Snapshot, out *[]fsm.Command) {
 	s.Request = m.nextID(s)
 	streamClosed(s)
-	if !s.InternalErrors.Start.IsZero() {
+	if s.InternalErrors.Live(&s.Moments) {
 		s.InternalErrors.Rewatches++
 	}
 	var timeout int64

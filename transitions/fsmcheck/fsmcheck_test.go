@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rewatch/rewatch/fsm"
-	"github.com/rewatch/rewatch/fsm/fsmcheck"
 	"github.com/rewatch/rewatch/transitions"
+	"github.com/rewatch/rewatch/transitions/fsmcheck"
 )
 
 var t0 = time.Unix(1_700_000_000, 0)

@@ -1,6 +1,7 @@
 // Package fsmcheck builds a qmuntal/stateless machine from transitions.Table for introspection,
-// graph export and validation. It lives outside fsm so that the pure core does not link stateless
-// into every consumer (docs/design.md, "The hot path and stateless").
+// graph export and validation. It lives beside what it checks, in a package of its own, so that
+// the pure core does not link stateless into every consumer (docs/design.md, "The hot path and
+// stateless").
 package fsmcheck
 
 import (
