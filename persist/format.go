@@ -45,6 +45,14 @@ const ctxCheckEvery = 256
 // Save writes objects (the store's, consistent at rv) atomically: the snapshot of id becomes
 // the new one only once it is complete and durable; on any error the old one stays.
 func Save(ctx context.Context, st Store, id Identity, codec Codec, rv string, objects []any, now time.Time) (SaveStats, error) {
+	return SaveSnapshot(ctx, st, id, codec, SnapshotInfo{ResourceVersion: rv, Written: now}, objects)
+}
+
+// SaveSnapshot is Save with what an OrderedStore is told of the snapshot (its Count is
+// len(objects)).
+func SaveSnapshot(ctx context.Context, st Store, id Identity, codec Codec, info SnapshotInfo, objects []any) (SaveStats, error) {
+	rv, now := info.ResourceVersion, info.Written
+	info.Written, info.Count = now.UTC(), len(objects)
 	h, err := json.Marshal(header{Identity: id, ResourceVersion: rv, Written: now.UTC(), MediaType: codec.MediaType(), Count: int64(len(objects))})
 	if err != nil {
 		return SaveStats{}, fmt.Errorf("persist: header: %w", err)
@@ -54,7 +62,7 @@ func Save(ctx context.Context, st Store, id Identity, codec Codec, rv string, ob
 	}
 	var p Pending
 	if os, ok := st.(OrderedStore); ok {
-		p, err = os.CreateFor(ctx, id, SnapshotInfo{ResourceVersion: rv, Written: now.UTC(), Count: len(objects)})
+		p, err = os.CreateFor(ctx, id, info)
 	} else {
 		p, err = st.Create(ctx, id)
 	}

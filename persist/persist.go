@@ -124,11 +124,16 @@ type OrderedStore interface {
 	CreateFor(ctx context.Context, id Identity, info SnapshotInfo) (Pending, error)
 }
 
-// SnapshotInfo is what Save says of the snapshot it writes to an OrderedStore.
+// SnapshotInfo is what SaveSnapshot says of the snapshot it writes to an OrderedStore.
 type SnapshotInfo struct {
 	ResourceVersion string
 	Written         time.Time
 	Count           int
+	// Disowned is the resourceVersion of the snapshot this writer loaded at its start and let
+	// go of as not the server's (ahead of it, of another cluster at the same address,
+	// unverifiable): an OrderedStore replaces a snapshot at that resourceVersion even when it
+	// is ahead of this one, as it is no replica's newer work.
+	Disowned string
 }
 
 // ErrSuperseded is an OrderedStore's answer when it holds a snapshot at least as new as the one

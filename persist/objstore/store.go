@@ -237,14 +237,14 @@ func (b *bucket) CreateFor(ctx context.Context, id persist.Identity, info persis
 	if err != nil {
 		return nil, err
 	}
-	if b.keeps(held, info.ResourceVersion) {
+	if b.keeps(held, info) {
 		return nil, persist.ErrSuperseded
 	}
 	meta := map[string]string{metaRV: info.ResourceVersion}
 	if !info.Written.IsZero() {
 		meta[metaWritten] = info.Written.UTC().Format(time.RFC3339Nano)
 	}
-	return &upload{b: b, ctx: ctx, key: key, rv: info.ResourceVersion, held: held, meta: meta, buf: make([]byte, 0, b.partSize)}, nil
+	return &upload{b: b, ctx: ctx, key: key, info: info, held: held, meta: meta, buf: make([]byte, 0, b.partSize)}, nil
 }
 
 // heldObject is what the bucket holds under a key, as its metadata says.
@@ -272,15 +272,16 @@ func (b *bucket) head(ctx context.Context, key string) (heldObject, error) {
 	return h, nil
 }
 
-// keeps says whether the bucket's object is to be kept rather than replaced by a snapshot at
-// rv: it is at rv or later (both decimal etcd revisions, as kube-apiserver writes them), and
-// younger than ReplaceAfter. An object whose resourceVersion cannot be compared is replaced.
-func (b *bucket) keeps(h heldObject, rv string) bool {
-	if !h.exists {
+// keeps says whether the bucket's object is to be kept rather than replaced by the snapshot
+// info describes: it is at info's resourceVersion or later (both decimal etcd revisions, as
+// kube-apiserver writes them), younger than ReplaceAfter, and not the snapshot this writer
+// disowned at its start. An object whose resourceVersion cannot be compared is replaced.
+func (b *bucket) keeps(h heldObject, info persist.SnapshotInfo) bool {
+	if !h.exists || h.rv == info.Disowned {
 		return false
 	}
 	held, err1 := strconv.ParseUint(h.rv, 10, 64)
-	ours, err2 := strconv.ParseUint(rv, 10, 64)
+	ours, err2 := strconv.ParseUint(info.ResourceVersion, 10, 64)
 	if err1 != nil || err2 != nil || held < ours {
 		return false
 	}
@@ -312,7 +313,7 @@ type upload struct {
 	b    *bucket
 	ctx  context.Context
 	key  string
-	rv   string
+	info persist.SnapshotInfo
 	held heldObject
 	meta map[string]string
 	buf  []byte
@@ -437,7 +438,7 @@ func (u *upload) retryOnCondition(write func() error) error {
 		if herr != nil {
 			return herr
 		}
-		if b.keeps(held, u.rv) {
+		if b.keeps(held, u.info) {
 			return persist.ErrSuperseded
 		}
 		u.held = held

@@ -227,6 +227,25 @@ func TestAStaleSnapshotAheadIsReplaced(t *testing.T) {
 	assert.Equal(t, "1200", load(t, st).ResourceVersion)
 }
 
+// A writer that loaded a snapshot at its start and found it not the server's (the machine
+// dropped it: ahead, another cluster's) replaces it at once, however young: it is no replica's
+// newer work. Any other snapshot ahead is still kept.
+func TestADisownedSnapshotIsReplacedAtOnce(t *testing.T) {
+	f := newFake(t)
+	st, err := New(f.options(newKey(t)))
+	require.NoError(t, err)
+	save(t, st, "900000", objects(3, 10))
+	info := persist.SnapshotInfo{ResourceVersion: "1200", Written: time.Now(), Disowned: "800000"}
+	stats, err := persist.SaveSnapshot(t.Context(), st, testID, textCodec{}, info, objects(2, 10))
+	require.NoError(t, err)
+	assert.True(t, stats.Superseded, "another snapshot than the one disowned is kept")
+	info.Disowned = "900000"
+	stats, err = persist.SaveSnapshot(t.Context(), st, testID, textCodec{}, info, objects(2, 10))
+	require.NoError(t, err)
+	assert.False(t, stats.Superseded)
+	assert.Equal(t, "1200", load(t, st).ResourceVersion)
+}
+
 // Another writer replacing the object between the look and the write makes the write's
 // condition fail; the save looks again: a newer snapshot is kept, an older one replaced.
 func TestAWriteRacingAnotherLooksAgain(t *testing.T) {
