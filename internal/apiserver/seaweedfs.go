@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -148,6 +149,11 @@ func (s *SeaweedFS) waitS3(ctx context.Context, limit time.Duration) error {
 			}
 		}
 		if last == nil {
+			// Up is not yet writable: the volume server registers with the master after the
+			// gateway answers. A small file written through the filer says it is.
+			last = s.writeProbe(ctx)
+		}
+		if last == nil {
 			return nil
 		}
 		select {
@@ -156,6 +162,21 @@ func (s *SeaweedFS) waitS3(ctx context.Context, limit time.Duration) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// writeProbe writes a small file through the filer.
+func (s *SeaweedFS) writeProbe(ctx context.Context) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, s.filerURL()+"/.rewatch/ready", strings.NewReader("ready"))
+	req.Header.Set("Content-Type", "text/plain")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("a write through the filer: %s", resp.Status)
+	}
+	return nil
 }
 
 func (s *SeaweedFS) filerURL() string { return "http://127.0.0.1:" + strconv.Itoa(s.ports.filer) }
