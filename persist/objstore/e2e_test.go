@@ -96,7 +96,7 @@ func newKey(t testing.TB) persist.Key {
 
 func (w *world) options(prefix string, keys ...persist.Key) objstore.Options {
 	return objstore.Options{Endpoint: w.s3.Endpoint(), Region: "us-east-1", Bucket: bucketName, Prefix: prefix, Keys: keys,
-		Credentials: credentials.NewStaticV4(apiserver.SeaweedAccessKey, apiserver.SeaweedSecretKey, "")}
+		Credentials: credentials.NewStaticV4(apiserver.SeaweedAccessKey, apiserver.SeaweedSecretKey, ""), FreshFor: -1}
 }
 
 func (w *world) store(prefix string, keys ...persist.Key) persist.Store {

@@ -73,6 +73,12 @@ type Options struct {
 	// (whose resourceVersions only grow), but before the cluster was recreated or restored
 	// from a backup, and is replaced. Default 10 minutes.
 	ReplaceAfter time.Duration
+	// FreshFor is how young a snapshot must be for a save to keep it although the save is
+	// newer: the replicas of a controller hold the same state, and a start from a snapshot
+	// this young catches up through the watch (kube-apiserver keeps at least 75 s of
+	// history), so N replicas upload about once per FreshFor rather than N times per save
+	// period. Default 10 s; negative: every newer save replaces the snapshot.
+	FreshFor time.Duration
 	// MaxRetries is how many times a request that failed is tried again by minio-go (a
 	// network error, a 5xx). Default 2.
 	MaxRetries int
@@ -84,8 +90,11 @@ type Options struct {
 // MinPartSize is S3's least part of a multipart upload but the last.
 const MinPartSize = 5 << 20
 
-// DefaultReplaceAfter is Options.ReplaceAfter's default.
-const DefaultReplaceAfter = 10 * time.Minute
+// Defaults of Options.ReplaceAfter and Options.FreshFor.
+const (
+	DefaultReplaceAfter = 10 * time.Minute
+	DefaultFreshFor     = 10 * time.Second
+)
 
 // New is the sealed store of o: snapshots under o.Prefix in o.Bucket. It contacts nothing:
 // a bucket that is unreachable or missing fails the first load (the reflector starts plainly,
@@ -111,6 +120,7 @@ type bucket struct {
 	name, prefix, where string
 	partSize            int64
 	replaceAfter        time.Duration
+	freshFor            time.Duration
 	now                 func() time.Time
 	// swept holds the objects whose abandoned uploads were looked for, once per process.
 	swept sync.Map
@@ -150,6 +160,12 @@ func newBucket(o Options) (*bucket, error) {
 	if o.ReplaceAfter == 0 {
 		o.ReplaceAfter = DefaultReplaceAfter
 	}
+	switch {
+	case o.FreshFor == 0:
+		o.FreshFor = DefaultFreshFor
+	case o.FreshFor < 0:
+		o.FreshFor = 0
+	}
 	if o.MaxRetries == 0 {
 		o.MaxRetries = 2
 	}
@@ -176,7 +192,7 @@ func newBucket(o Options) (*bucket, error) {
 	}
 	prefix := strings.Trim(o.Prefix, "/")
 	return &bucket{core: core, name: o.Bucket, prefix: prefix, where: scheme + "://" + endpoint + "/" + path.Join(o.Bucket, prefix),
-		partSize: o.PartSize, replaceAfter: o.ReplaceAfter, now: time.Now}, nil
+		partSize: o.PartSize, replaceAfter: o.ReplaceAfter, freshFor: o.FreshFor, now: time.Now}, nil
 }
 
 // DefaultCredentials is Options.Credentials' default chain.
@@ -273,19 +289,24 @@ func (b *bucket) head(ctx context.Context, key string) (heldObject, error) {
 }
 
 // keeps says whether the bucket's object is to be kept rather than replaced by the snapshot
-// info describes: it is at info's resourceVersion or later (both decimal etcd revisions, as
-// kube-apiserver writes them), younger than ReplaceAfter, and not the snapshot this writer
-// disowned at its start. An object whose resourceVersion cannot be compared is replaced.
+// info describes, unless it is the snapshot this writer disowned at its start: when it is at
+// info's resourceVersion or later (both decimal etcd revisions, as kube-apiserver writes
+// them) and younger than ReplaceAfter, or older but younger than FreshFor. An object whose
+// resourceVersion cannot be compared is replaced.
 func (b *bucket) keeps(h heldObject, info persist.SnapshotInfo) bool {
 	if !h.exists || h.rv == info.Disowned {
 		return false
 	}
 	held, err1 := strconv.ParseUint(h.rv, 10, 64)
 	ours, err2 := strconv.ParseUint(info.ResourceVersion, 10, 64)
-	if err1 != nil || err2 != nil || held < ours {
+	if err1 != nil || err2 != nil {
 		return false
 	}
-	return b.now().Sub(h.modified) < b.replaceAfter
+	age := b.now().Sub(h.modified)
+	if held < ours {
+		return age < b.freshFor
+	}
+	return age < b.replaceAfter
 }
 
 // sweep aborts the uploads of key that were begun more than a day ago and never completed nor

@@ -71,7 +71,7 @@ func newFake(t *testing.T) *fake {
 
 func (f *fake) options(keys ...persist.Key) Options {
 	return Options{Endpoint: f.url, Region: "us-east-1", Bucket: "snapshots", Prefix: "team-a/controller", Keys: keys,
-		Credentials: credentials.NewStaticV4("AKIDEXAMPLE", "secret", ""), Transport: f.reqs}
+		Credentials: credentials.NewStaticV4("AKIDEXAMPLE", "secret", ""), Transport: f.reqs, FreshFor: -1}
 }
 
 // bucketOf is the sealed store and the bucket under it, for tests that move its clock.
@@ -210,6 +210,23 @@ func TestAnOlderSaveNeverReplacesANewerSnapshot(t *testing.T) {
 	snap := load(t, a)
 	assert.Equal(t, "600", snap.ResourceVersion)
 	assert.Len(t, snap.Items, 4)
+}
+
+// A snapshot younger than FreshFor is kept from a newer save: the replicas hold the same
+// state, and the bucket sees one upload per FreshFor rather than one per replica and period.
+func TestAFreshSnapshotIsKept(t *testing.T) {
+	f := newFake(t)
+	o := f.options(newKey(t))
+	o.FreshFor = 0 // the default, 10 s
+	b, err := newBucket(o)
+	require.NoError(t, err)
+	st, err := persist.Sealed(b, o.Keys...)
+	require.NoError(t, err)
+	save(t, st, "100", objects(1, 10))
+	assert.True(t, save(t, st, "200", objects(1, 10)).Superseded, "a snapshot of a second ago is kept")
+	b.now = func() time.Time { return time.Now().Add(DefaultFreshFor + time.Second) }
+	assert.False(t, save(t, st, "200", objects(1, 10)).Superseded)
+	assert.Equal(t, "200", load(t, st).ResourceVersion)
 }
 
 // A snapshot at a later resourceVersion that is older than ReplaceAfter is not of the
