@@ -93,7 +93,8 @@ type Config struct {
 	ShouldResync func() bool
 
 	// Persist, when set, keeps a snapshot of the store there — persist.Dir(path) for a
-	// directory — and starts from it: the store is restored and the watch resumed from the
+	// directory, persist.Sealed around a store to seal its snapshots, persist/objstore for an
+	// S3 bucket replicas share — and starts from it: the store is restored and the watch resumed from the
 	// snapshot's resourceVersion instead of a LIST of everything (docs/semantics.md,
 	// "Persisted cache"). The snapshot holds the objects as the decoder's codec encodes them
 	// (Secrets too, if this reflector watches them): leave it nil for a resource whose objects

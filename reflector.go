@@ -110,8 +110,20 @@ func NewPersistence(st persist.Store, transport Snapshotter, period time.Duratio
 	case period < 0:
 		period = 0 // the driver's "only at stop"
 	}
+	// The snapshot loaded at start, and whether the machine disowned it: a shared store
+	// (persist.OrderedStore) may replace it even when it is ahead (docs/semantics.md,
+	// "Persisted cache", "Shared by replicas"). Load and Dropped run on the driver's
+	// goroutine, Save off it.
+	var loadedRV string
+	var disowned atomic.Pointer[string]
 	return &driver.Persistence{
 		Period: period,
+		Dropped: func() {
+			if loadedRV != "" {
+				rv := loadedRV
+				disowned.Store(&rv)
+			}
+		},
 		Load: func(ctx context.Context) (string, []any, error) {
 			snap, err := persist.Load(ctx, st, id, codec)
 			if errors.Is(err, persist.ErrNotFound) {
@@ -126,6 +138,7 @@ func NewPersistence(st persist.Store, transport Snapshotter, period time.Duratio
 			if err != nil {
 				return "", nil, err
 			}
+			loadedRV = snap.ResourceVersion
 			return snap.ResourceVersion, snap.Items, nil
 		},
 		Save: func(ctx context.Context, rv string, items []any) error {
@@ -133,7 +146,11 @@ func NewPersistence(st persist.Store, transport Snapshotter, period time.Duratio
 			if clock != nil {
 				now = clock.Now()
 			}
-			_, err := persist.Save(ctx, st, id, codec, rv, items, now)
+			info := persist.SnapshotInfo{ResourceVersion: rv, Written: now}
+			if d := disowned.Load(); d != nil {
+				info.Disowned = *d
+			}
+			_, err := persist.SaveSnapshot(ctx, st, id, codec, info, items)
 			return err
 		},
 	}, nil

@@ -28,6 +28,7 @@ import (
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/internal/apiserver"
 	"github.com/rewatch/rewatch/internal/faultproxy"
+	"github.com/rewatch/rewatch/persist"
 	"github.com/rewatch/rewatch/sim"
 )
 
@@ -317,9 +318,20 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 	}()
 
 	args := []string{"fleet-child", "-variant", variant, "-server", front.URL(), "-n", strconv.Itoa(n)}
-	if scenario == ScenarioRollout {
+	var childEnv []string
+	switch {
+	case variant == VariantRewatchBucket:
+		// Every member keeps its cache in one bucket, as a Deployment's replicas would.
+		b, err := startBucket(ctx, "fleet")
+		if err != nil {
+			return res, err
+		}
+		defer b.close()
+		args, childEnv = append(args, b.args()...), b.env()
+	case scenario == ScenarioRollout || variant == VariantRewatchEmptyDir:
 		// Each member keeps its cache in a directory of its own, as each replica would on
-		// its own volume.
+		// its own volume (a StatefulSet's); VariantRewatchEmptyDir's members find theirs empty
+		// at every start, as a Deployment's new pods find their emptyDir.
 		dir, err := os.MkdirTemp("", "rewatch-fleet-cache-")
 		if err != nil {
 			return res, err
@@ -332,6 +344,7 @@ func fleetOnce(ctx context.Context, o FleetOptions, n int, scenario, variant str
 		args = append(args, "-journal", res.Journal)
 	}
 	cmd := variantCommand(ctx, variant, o.Self, args...)
+	cmd.Env = append(cmd.Env, childEnv...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	fleetStart := time.Now()
@@ -642,8 +655,19 @@ func stateHash(v map[string]string) uint64 {
 	return sum
 }
 
+// FleetChildOptions is what a fleet's child runs (FleetChild).
+type FleetChildOptions struct {
+	Variant, Server string
+	N               int
+	Journal         string
+	// CacheDir holds each rewatch member's persisted cache, a directory of its own;
+	// CacheURL and CacheKeyFile, when set, the bucket every member shares instead.
+	CacheDir, CacheURL, CacheKeyFile string
+}
+
 type fleetChildResult struct {
 	Meter        MeterCounts
+	ObjectStore  ObjectStoreCounts
 	MaxPerMinute int
 	CPUSeconds   float64
 	MaxRSSKiB    int64
@@ -661,13 +685,15 @@ type fleetChildResult struct {
 // "MARKED"), "holds KEY MILLIS" (every store holds KEY; each member's seconds from the mark),
 // "requests PATH" (every member's requests as JSON lines; reply "REQUESTS") and "stats" (the
 // members' requests by verb and code; reply "STATS {json}").
-func FleetChild(variant, server string, n int, journal, cacheDir string, in io.Reader, out io.Writer) error {
+func FleetChild(o FleetChildOptions, in io.Reader, out io.Writer) error {
+	variant, server, n, journal, cacheDir := o.Variant, o.Server, o.N, o.Journal, o.CacheDir
 	// N members would each log every failure; the parent's figures say what happened.
 	slog.SetDefault(slog.New(slog.DiscardHandler))
 	quietKlog()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	meter := &Meter{Base: &http.Transport{MaxIdleConnsPerHost: n + 10}}
+	s3 := newObjectStoreMeter()
 	members := make([]*fleetMember, n)
 	meters := make([]*Meter, n)
 	// The first member of a rewatch fleet keeps a journal: it says why that member did what it
@@ -691,10 +717,24 @@ func FleetChild(variant, server string, n int, journal, cacheDir string, in io.R
 			defer f.Close()
 			t.Journal = f
 		}
-		if cacheDir != "" {
+		m := &fleetMember{variant: variant}
+		switch {
+		case o.CacheURL != "":
+			// A new pod opens the bucket at each start, with no cache of its own.
+			m.persist = func() (persist.Store, error) { return openBucket(o.CacheURL, o.CacheKeyFile, s3) }
+		case cacheDir != "" && variant == VariantRewatchEmptyDir:
+			m.persist = func() (persist.Store, error) {
+				dir, err := os.MkdirTemp(cacheDir, fmt.Sprintf("member-%d-", i))
+				if err != nil {
+					return nil, err
+				}
+				return persist.Dir(filepath.Join(dir, "cache")), nil
+			}
+		case cacheDir != "":
 			t.CacheDir = filepath.Join(cacheDir, fmt.Sprintf("member-%d", i))
 		}
-		members[i] = &fleetMember{variant: variant, target: t}
+		m.target = t
+		members[i] = m
 		members[i].start(ctx)
 	}
 	stores := func() []*TimedStore {
@@ -752,10 +792,10 @@ func FleetChild(variant, server string, n int, journal, cacheDir string, in io.R
 			}
 		case len(f) == 2 && f[0] == "rollout":
 			millis, _ := strconv.ParseInt(f[1], 10, 64)
-			b, _ := json.Marshal(rollout(ctx, members, meter, time.Duration(millis)*time.Millisecond))
+			b, _ := json.Marshal(rollout(ctx, members, meter, s3, time.Duration(millis)*time.Millisecond))
 			fmt.Fprintf(w, "ROLLED %s\n", b)
 		case len(f) == 1 && f[0] == "report":
-			r := fleetChildResult{Meter: meter.Counts(), CPUSeconds: processCPU().Seconds(), MaxRSSKiB: peakRSSKiB()}
+			r := fleetChildResult{Meter: meter.Counts(), ObjectStore: s3.Counts(), CPUSeconds: processCPU().Seconds(), MaxRSSKiB: peakRSSKiB()}
 			r.Meter.Opens, r.Meter.Fails, r.Meter.Requests = nil, nil, nil
 			for _, m := range meters {
 				r.MaxPerMinute = max(r.MaxPerMinute, busiestMinute(m.Counts().Requests))
@@ -779,6 +819,8 @@ func FleetChild(variant, server string, n int, journal, cacheDir string, in io.R
 type fleetMember struct {
 	variant string
 	target  Target
+	// persist, when set, is the store a start keeps its cache in: a new pod's.
+	persist func() (persist.Store, error)
 
 	mu     sync.Mutex
 	store  *TimedStore
@@ -796,6 +838,13 @@ func (m *fleetMember) start(parent context.Context) {
 	synced := func() bool { return len(store.Times()) > 0 }
 	var reflector chan func() bool
 	t := m.target
+	if m.persist != nil {
+		st, err := m.persist()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "fleet member: %v\n", err)
+		}
+		t.Persist = st
+	}
 	if isRewatch(m.variant) {
 		reflector = make(chan func() bool, 1)
 		t.OnReflector = func(r *rewatch.Reflector) { reflector <- r.HasSynced }
@@ -859,11 +908,19 @@ type RolloutResult struct {
 	Seconds                    float64
 	// Unsynced is how many members did not sync within the timeout after their restart.
 	Unsynced int
+	// FullStateBytes are the bytes of those LISTs (every page) and watch-lists; ServerBytes
+	// every byte read from kube-apiserver over the rollout: those, and the watch streams
+	// (which carry the writer's events to every member throughout).
+	FullStateBytes, ServerBytes int64
+	// ObjectStore is what the fleet asked of the object store over the rollout
+	// (VariantRewatchBucket): requests, bytes read (the snapshots loaded), bytes written.
+	ObjectStore ObjectStoreCounts
 }
 
 // rollout restarts every member in turn, each once the one before has synced or timeout passed.
-func rollout(ctx context.Context, members []*fleetMember, meter *Meter, timeout time.Duration) RolloutResult {
+func rollout(ctx context.Context, members []*fleetMember, meter *Meter, s3 *ObjectStoreMeter, timeout time.Duration) RolloutResult {
 	before, start := meter.Counts(), time.Now()
+	s3Before := s3.Counts()
 	var r RolloutResult
 	for _, m := range members {
 		if !m.restart(ctx, timeout) {
@@ -874,6 +931,9 @@ func rollout(ctx context.Context, members []*fleetMember, meter *Meter, timeout 
 	r.Seconds = time.Since(start).Seconds()
 	r.FullStateTransfers = after.ListOps + after.WatchLists - before.ListOps - before.WatchLists
 	r.Probes = after.Probes - before.Probes
+	r.FullStateBytes = after.ListBytes + after.WatchListBytes - before.ListBytes - before.WatchListBytes
+	r.ServerBytes = r.FullStateBytes + after.WatchBytes - before.WatchBytes
+	r.ObjectStore = s3.Counts().Sub(s3Before)
 	return r
 }
 
@@ -1104,15 +1164,20 @@ func WriteFleetTable(w io.Writer, rs []FleetResult) {
 
 // WriteRolloutTable prints one row per rollout run (ScenarioRollout).
 func WriteRolloutTable(w io.Writer, rs []FleetResult) {
-	fmt.Fprintln(w, "| reflectors | objects | kind | full-state transfers in the rollout | limit=1 reads | members not synced after their restart | rollout s | every store = server at the end: s to match |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| reflectors | objects | kind | full-state transfers in the rollout | limit=1 reads | members not synced after their restart | rollout s | full-state MiB from kube-apiserver | all MiB from kube-apiserver (watch streams included) | object store: MiB read / written, requests | every store = server at the end: s to match |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	const mib = 1 << 20
 	for _, r := range rs {
 		if r.Rollout == nil {
 			continue
 		}
 		x := r.Rollout
-		fmt.Fprintf(w, "| %d | %d | %s | %d | %d | %d | %.0f | %s |\n", r.Reflectors, r.Objects, r.Variant, x.FullStateTransfers, x.Probes,
-			x.Unsynced, x.Seconds, r.syncCell(r.ConvergeSeconds, r.InitialSyncSeconds >= 0))
+		store := "—"
+		if x.ObjectStore.Requests > 0 {
+			store = fmt.Sprintf("%.1f / %.1f, %d", float64(x.ObjectStore.BytesRead)/mib, float64(x.ObjectStore.BytesWritten)/mib, x.ObjectStore.Requests)
+		}
+		fmt.Fprintf(w, "| %d | %d | %s | %d | %d | %d | %.0f | %.1f | %.1f | %s | %s |\n", r.Reflectors, r.Objects, r.Variant, x.FullStateTransfers, x.Probes,
+			x.Unsynced, x.Seconds, float64(x.FullStateBytes)/mib, float64(x.ServerBytes)/mib, store, r.syncCell(r.ConvergeSeconds, r.InitialSyncSeconds >= 0))
 	}
 }
 

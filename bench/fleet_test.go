@@ -29,9 +29,10 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "fleet-child" {
 		fs := flag.NewFlagSet("fleet-child", flag.ExitOnError)
 		v, server, n, journal := fs.String("variant", "", ""), fs.String("server", "", ""), fs.Int("n", 0, ""), fs.String("journal", "", "")
-		cacheDir := fs.String("cache-dir", "", "")
+		cacheDir, cacheURL, keyFile := fs.String("cache-dir", "", ""), fs.String("cache-url", "", ""), fs.String("cache-key-file", "", "")
 		_ = fs.Parse(os.Args[2:])
-		if err := FleetChild(*v, *server, *n, *journal, *cacheDir, os.Stdin, os.Stdout); err != nil {
+		if err := FleetChild(FleetChildOptions{Variant: *v, Server: *server, N: *n, Journal: *journal, CacheDir: *cacheDir,
+			CacheURL: *cacheURL, CacheKeyFile: *keyFile}, os.Stdin, os.Stdout); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -42,6 +43,8 @@ func TestMain(m *testing.M) {
 		fs.StringVar(&o.Variant, "variant", "", "")
 		fs.StringVar(&o.Server, "server", "", "")
 		fs.StringVar(&o.CacheDir, "cache-dir", "", "")
+		fs.StringVar(&o.CacheURL, "cache-url", "", "")
+		fs.StringVar(&o.CacheKeyFile, "cache-key-file", "", "")
 		fs.IntVar(&o.WantCount, "want-count", 0, "")
 		fs.Uint64Var(&o.WantHash, "want-hash", 0, "")
 		_ = fs.Parse(os.Args[2:])
@@ -205,7 +208,9 @@ func TestFleetChildReportsStoresBehindOnTimeout(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	// Nothing listens on the server's address: no member can ever list.
-	go func() { done <- FleetChild(VariantRewatch, "http://127.0.0.1:1", 3, "", "", inR, outW) }()
+	go func() {
+		done <- FleetChild(FleetChildOptions{Variant: VariantRewatch, Server: "http://127.0.0.1:1", N: 3}, inR, outW)
+	}()
 	lines := bufio.NewScanner(outR)
 
 	_, err := fmt.Fprintf(inW, "match 1 %d 50\n", stateHash(map[string]string{"fleet/a": "1"}))

@@ -22,6 +22,7 @@ type Meter struct {
 	watchLists     int
 	listBytes      int64
 	watchListBytes int64
+	watchBytes     int64   // the bodies of watches but watch-lists: the event streams
 	tooMany        int     // responses with 429 Too Many Requests
 	opens, fails   []int64 // unix nanos
 	requests       []int64 // unix nanos: when each LIST, watch-list or WATCH request was sent
@@ -52,8 +53,10 @@ type MeterCounts struct {
 	Probes                    int
 	TooMany                   int
 	ListBytes, WatchListBytes int64
-	Opens, Fails              []int64
-	Requests                  []int64
+	// WatchBytes are the bytes of the watch streams (watch-lists left out).
+	WatchBytes   int64
+	Opens, Fails []int64
+	Requests     []int64
 }
 
 // Stop makes the meter ignore failures from now on (the reflector is being shut down).
@@ -64,7 +67,7 @@ func (m *Meter) Counts() MeterCounts {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return MeterCounts{TooMany: m.tooMany, Lists: m.lists, ListOps: m.listOps, Probes: m.probes, Watches: m.watches, WatchLists: m.watchLists, ListBytes: m.listBytes,
-		WatchListBytes: m.watchListBytes, Opens: append([]int64(nil), m.opens...), Fails: append([]int64(nil), m.fails...),
+		WatchListBytes: m.watchListBytes, WatchBytes: m.watchBytes, Opens: append([]int64(nil), m.opens...), Fails: append([]int64(nil), m.fails...),
 		Requests: append([]int64(nil), m.requests...)}
 }
 
@@ -151,11 +154,53 @@ func (m *Meter) RoundTrip(req *http.Request) (*http.Response, error) {
 		b := &countingBody{rc: resp.Body, onEnd: m.fail}
 		if isWatchList {
 			b.add = func(n int) { m.mu.Lock(); m.watchListBytes += int64(n); m.mu.Unlock() }
+		} else {
+			b.add = func(n int) { m.mu.Lock(); m.watchBytes += int64(n); m.mu.Unlock() }
 		}
 		resp.Body = b
 	case req.Method == http.MethodGet:
 		resp.Body = &countingBody{rc: resp.Body, add: func(n int) { m.mu.Lock(); m.listBytes += int64(n); m.mu.Unlock() }}
 	}
+	return resp, nil
+}
+
+// ObjectStoreMeter is an http.RoundTripper that counts what a persisted cache asks of an
+// object store: requests, and the bytes of their bodies each way.
+type ObjectStoreMeter struct {
+	Base                    http.RoundTripper
+	requests, read, written atomic.Int64
+}
+
+// ObjectStoreCounts is a snapshot of an ObjectStoreMeter.
+type ObjectStoreCounts struct {
+	Requests, BytesRead, BytesWritten int64
+}
+
+// Counts returns the counts so far.
+func (m *ObjectStoreMeter) Counts() ObjectStoreCounts {
+	return ObjectStoreCounts{Requests: m.requests.Load(), BytesRead: m.read.Load(), BytesWritten: m.written.Load()}
+}
+
+// Sub is c less an earlier snapshot.
+func (c ObjectStoreCounts) Sub(before ObjectStoreCounts) ObjectStoreCounts {
+	return ObjectStoreCounts{Requests: c.Requests - before.Requests, BytesRead: c.BytesRead - before.BytesRead,
+		BytesWritten: c.BytesWritten - before.BytesWritten}
+}
+
+func (m *ObjectStoreMeter) RoundTrip(req *http.Request) (*http.Response, error) {
+	m.requests.Add(1)
+	if req.ContentLength > 0 {
+		m.written.Add(req.ContentLength)
+	}
+	base := m.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	resp.Body = &countingBody{rc: resp.Body, add: func(n int) { m.read.Add(int64(n)) }}
 	return resp, nil
 }
 

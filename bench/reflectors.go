@@ -79,12 +79,21 @@ const (
 	// (Policy.SingleServer: a young watch cache's 410 relists without a fresh-connection
 	// re-watch), with watch-lists as client-go's default has them. Run it with -variants.
 	VariantRewatchSingle = "rewatch-single-watchlist"
+	// VariantRewatchBucket is rewatch with its persisted cache in one bucket that every member
+	// shares (SeaweedFS's S3 API, persist/objstore, sealed): a Deployment's replicas, each new
+	// pod with no local cache of its own. Run it with -variants.
+	VariantRewatchBucket = "rewatch-bucket"
+	// VariantRewatchEmptyDir is rewatch with its persisted cache in a directory that each start
+	// finds empty, as a Deployment's new pod finds its emptyDir: the directory store alone
+	// through a rollout. Run it with -variants.
+	VariantRewatchEmptyDir = "rewatch-emptydir"
 )
 
 // isRewatch says whether a variant is one of rewatch's.
 func isRewatch(variant string) bool {
 	switch variant {
-	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList, VariantRewatchExact, VariantRewatchPaged, VariantRewatchSingle:
+	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList, VariantRewatchExact, VariantRewatchPaged, VariantRewatchSingle,
+		VariantRewatchBucket, VariantRewatchEmptyDir:
 		return true
 	}
 	return false
@@ -107,6 +116,8 @@ type Target struct {
 	Journal io.Writer
 	// CacheDir, when set, keeps rewatch's persisted cache (Config.Persist) in this directory.
 	CacheDir string
+	// Persist, when set, keeps rewatch's persisted cache there instead (a bucket).
+	Persist persist.Store
 	// OnReflector, when set, is given rewatch's reflector once it is made (other variants have
 	// none), before it runs.
 	OnReflector func(*rewatch.Reflector)
@@ -140,6 +151,9 @@ func RunReflector(ctx context.Context, variant string, t Target, store *TimedSto
 		}
 		if t.CacheDir != "" {
 			cfg.Persist = persist.Dir(t.CacheDir)
+		}
+		if t.Persist != nil {
+			cfg.Persist = t.Persist
 		}
 		if variant == VariantRewatchExact {
 			cfg.RetryAfterSpread = rewatch.RetryAfterExact

@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,7 +52,8 @@ var RestartScenarios = []string{RestartDown, RestartExpired}
 
 // RestartVariants are the controllers a restart is measured with: rewatch's SharedInformerFactory
 // (informer/factory) with its cache persisted in a directory, and client-go's, with its
-// defaults (a watch-list) and with LISTs.
+// defaults (a watch-list) and with LISTs. VariantRewatchBucket (rewatch with its cache in a
+// bucket, each start a new pod with no local cache) is run with -variants.
 var RestartVariants = []string{VariantRewatch, VariantClientGo, VariantCGList}
 
 const restartNS = "restart"
@@ -107,7 +109,9 @@ type RestartChildResult struct {
 	EqualSeconds float64
 	// Start is how the start went, as rewatch's Stats.Start says it (zero for client-go).
 	Start rewatch.Start `json:",omitzero"`
-	Err   string        `json:",omitempty"`
+	// ObjectStore is what the start asked of the bucket until HasSynced (VariantRewatchBucket).
+	ObjectStore ObjectStoreCounts `json:",omitzero"`
+	Err         string            `json:",omitempty"`
 }
 
 // RunRestart fills a fresh kube-apiserver with Objects configmaps and restarts a controller of
@@ -128,13 +132,20 @@ func RunRestart(ctx context.Context, o RestartOptions) ([]RestartResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	var b *bucket
+	if slices.Contains(o.Variants, VariantRewatchBucket) {
+		if b, err = startBucket(ctx, "restart"); err != nil {
+			return nil, err
+		}
+		defer b.close()
+	}
 	var out []RestartResult
 	run := 0
 	for _, sc := range o.Scenarios {
 		for _, v := range o.Variants {
 			run++
 			o.Logf("restart: %s through %s", v, sc)
-			r, err := restartOnce(ctx, o, s, cs, admin, run, sc, v)
+			r, err := restartOnce(ctx, o, s, cs, admin, b, run, sc, v)
 			if err != nil {
 				r.Err = err.Error()
 				o.Logf("restart: %s through %s: %v", v, sc, err)
@@ -151,7 +162,7 @@ func RunRestart(ctx context.Context, o RestartOptions) ([]RestartResult, error) 
 	return out, nil
 }
 
-func restartOnce(ctx context.Context, o RestartOptions, s *apiserver.Server, cs kubernetes.Interface, admin *http.Client, run int, scenario, variant string) (RestartResult, error) {
+func restartOnce(ctx context.Context, o RestartOptions, s *apiserver.Server, cs kubernetes.Interface, admin *http.Client, b *bucket, run int, scenario, variant string) (RestartResult, error) {
 	res := RestartResult{Scenario: scenario, Variant: variant, Objects: o.Objects, Changed: o.Changed, DownSeconds: o.Down.Seconds()}
 	upstream, err := rest.TransportFor(s.RESTConfig())
 	if err != nil {
@@ -167,6 +178,12 @@ func restartOnce(ctx context.Context, o RestartOptions, s *apiserver.Server, cs 
 		return res, err
 	}
 	child := restartChild{self: o.Self, server: proxy.URL(), variant: variant, dir: dir}
+	if variant == VariantRewatchBucket {
+		// Each start is a new pod: its local directory is new and empty, its cache in the
+		// bucket, under a prefix of this run's.
+		child.extra = []string{"-cache-url", strings.Replace(b.url, "/controller?", fmt.Sprintf("/run-%d?", run), 1), "-cache-key-file", b.keyFile}
+		child.env = b.env()
+	}
 
 	want, err := versionsIn(ctx, cs, restartNS)
 	if err != nil {
@@ -216,9 +233,9 @@ func restartOnce(ctx context.Context, o RestartOptions, s *apiserver.Server, cs 
 		return res, err
 	}
 	res.ServerRequests = map[string]int{}
-	b := before.byVerbCode("configmaps")
+	was := before.byVerbCode("configmaps")
 	for k, v := range after.byVerbCode("configmaps") {
-		if d := int(v - b[k]); d > 0 {
+		if d := int(v - was[k]); d > 0 {
 			res.ServerRequests[k] = d
 		}
 	}
@@ -271,6 +288,7 @@ func changeWhileDown(ctx context.Context, cs kubernetes.Interface, run, objects,
 // restartChild starts the controller's processes.
 type restartChild struct {
 	self, server, variant, dir string
+	extra, env                 []string
 }
 
 type runningChild struct {
@@ -280,8 +298,19 @@ type runningChild struct {
 }
 
 func (c restartChild) start(ctx context.Context, want map[string]string) (*runningChild, error) {
-	cmd := variantCommand(ctx, c.variant, c.self, "restart-child", "-variant", c.variant, "-server", c.server, "-cache-dir", c.dir,
-		"-want-count", strconv.Itoa(len(want)), "-want-hash", strconv.FormatUint(stateHash(want), 10))
+	args := []string{"restart-child", "-variant", c.variant, "-server", c.server, "-cache-dir", c.dir,
+		"-want-count", strconv.Itoa(len(want)), "-want-hash", strconv.FormatUint(stateHash(want), 10)}
+	if c.extra != nil {
+		// A new pod: a new, empty directory for each start.
+		dir, err := os.MkdirTemp(c.dir, "pod-")
+		if err != nil {
+			return nil, err
+		}
+		args = append(args[:5], append([]string{"-cache-dir", dir}, args[7:]...)...)
+		args = append(args, c.extra...)
+	}
+	cmd := variantCommand(ctx, c.variant, c.self, args...)
+	cmd.Env = append(cmd.Env, c.env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -330,6 +359,8 @@ func (r *runningChild) syncedThenStop(ctx context.Context) (RestartChildResult, 
 // RestartChildOptions is one start of a controller (RestartChild).
 type RestartChildOptions struct {
 	Variant, Server, CacheDir string
+	// CacheURL and CacheKeyFile, when set, are the bucket VariantRewatchBucket keeps its cache in.
+	CacheURL, CacheKeyFile string
 	// WantCount and WantHash are the server's state (stateHash of its key → resourceVersion).
 	WantCount int
 	WantHash  uint64
@@ -353,7 +384,16 @@ func RestartChild(o RestartChildOptions, in io.Reader, out io.Writer) error {
 	var res RestartChildResult
 	sampler := sampleHeap(5 * time.Millisecond)
 	start := time.Now()
-	inf, stop, how := startControllerInformer(ctx, o.Variant, cs, o.CacheDir)
+	s3 := newObjectStoreMeter()
+	st := persist.Store(nil)
+	if o.CacheURL != "" {
+		if st, err = openBucket(o.CacheURL, o.CacheKeyFile, s3); err != nil {
+			return err
+		}
+	} else if o.CacheDir != "" {
+		st = persist.Dir(o.CacheDir)
+	}
+	inf, stop, how := startControllerInformer(ctx, o.Variant, cs, st)
 	// Polled every millisecond: cache.WaitForCacheSync polls every 100 ms, coarser than the
 	// times measured.
 	synced := inf.HasSynced()
@@ -365,6 +405,7 @@ func RestartChild(o RestartChildOptions, in io.Reader, out io.Writer) error {
 	res.Requests = meter.Counts()
 	res.Requests.Opens, res.Requests.Fails, res.Requests.Requests = nil, nil, nil
 	res.FullStateTransfers = res.Requests.ListOps + res.Requests.WatchLists
+	res.ObjectStore = s3.Counts()
 	held := storeVersions(inf.GetStore())
 	res.Objects = len(held)
 	res.EqualAtSync = len(held) == o.WantCount && stateHash(held) == o.WantHash
@@ -407,7 +448,7 @@ func RestartChild(o RestartChildOptions, in io.Reader, out io.Writer) error {
 // startControllerInformer starts the configmap informer of a controller of variant through a
 // SharedInformerFactory: rewatch's (informer/factory) or client-go's. stop waits until it has
 // stopped once ctx is done; how, for rewatch's, says how its start went (Stats.Start).
-func startControllerInformer(ctx context.Context, variant string, cs kubernetes.Interface, cacheDir string) (inf cache.SharedIndexInformer, stop func(), how func() rewatch.Start) {
+func startControllerInformer(ctx context.Context, variant string, cs kubernetes.Interface, st persist.Store) (inf cache.SharedIndexInformer, stop func(), how func() rewatch.Start) {
 	switch variant {
 	case VariantClientGo, VariantCGList:
 		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(restartNS))
@@ -415,7 +456,7 @@ func startControllerInformer(ctx context.Context, variant string, cs kubernetes.
 		f.Start(ctx.Done())
 		return inf, f.Shutdown, nil
 	default:
-		f := factory.New(cs, 0, restartInformerOptions(cacheDir), informers.WithNamespace(restartNS))
+		f := factory.New(cs, 0, restartInformerOptions(st), informers.WithNamespace(restartNS))
 		inf = f.Core().V1().ConfigMaps().Informer()
 		f.Start(ctx.Done())
 		return inf, f.Shutdown, func() rewatch.Start { return f.Stats()[reflect.TypeOf(&corev1.ConfigMap{})].Start }
@@ -423,9 +464,9 @@ func startControllerInformer(ctx context.Context, variant string, cs kubernetes.
 }
 
 // restartInformerOptions are the rewatch controller's informer options: its cache persisted in
-// cacheDir, saved when it stops.
-func restartInformerOptions(cacheDir string) informer.Options {
-	return informer.Options{Logger: slog.New(slog.DiscardHandler), Persist: persist.Dir(cacheDir)}
+// st, saved when it stops.
+func restartInformerOptions(st persist.Store) informer.Options {
+	return informer.Options{Logger: slog.New(slog.DiscardHandler), Persist: st}
 }
 
 // storeVersions is namespace/name → resourceVersion of every object in a client-go store.
@@ -435,8 +476,8 @@ func storeVersions(s cache.Store) map[string]string {
 
 // WriteRestartTable prints one row per restart.
 func WriteRestartTable(w io.Writer, rs []RestartResult) {
-	fmt.Fprintln(w, "| scenario | objects | changed | down s | controller | start | full-state transfers | LIST / WATCH requests (server) | time to HasSynced s | peak heap MiB | peak live heap MiB | retained heap MiB | cache = server at HasSynced | first start: sync s, peak heap MiB |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| scenario | objects | changed | down s | controller | start | full-state transfers | LIST / WATCH requests (server) | time to HasSynced s | peak heap MiB | peak live heap MiB | retained heap MiB | cache = server at HasSynced | first start: sync s, peak heap MiB | object store MiB read at the restart |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		if r.Err != "" {
 			fmt.Fprintf(w, "| %s | %d | %d | %.0f | %s | error: %s |\n", r.Scenario, r.Objects, r.Changed, r.DownSeconds, r.Variant, r.Err)
@@ -456,9 +497,13 @@ func WriteRestartTable(w io.Writer, rs []RestartResult) {
 		if x.Start.Way != "" {
 			start = x.Start.String()
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %s | %s | %d | %d / %d | %.2f | %.1f | %.1f | %.1f | %v | %.2f, %.1f |\n",
+		store := "—"
+		if x.ObjectStore.Requests > 0 {
+			store = fmt.Sprintf("%.1f (%d requests)", float64(x.ObjectStore.BytesRead)/(1<<20), x.ObjectStore.Requests)
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %s | %s | %d | %d / %d | %.2f | %.1f | %.1f | %.1f | %v | %.2f, %.1f | %s |\n",
 			r.Scenario, r.Objects, r.Changed, r.DownSeconds, r.Variant, start, x.FullStateTransfers, lists, watches, x.SyncSeconds,
 			float64(x.PeakHeapBytes)/(1<<20), float64(x.PeakLiveBytes)/(1<<20), float64(x.RetainedHeapBytes)/(1<<20), x.EqualAtSync,
-			r.First.SyncSeconds, float64(r.First.PeakHeapBytes)/(1<<20))
+			r.First.SyncSeconds, float64(r.First.PeakHeapBytes)/(1<<20), store)
 	}
 }

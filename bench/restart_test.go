@@ -69,3 +69,33 @@ func TestFleetRolloutShort(t *testing.T) {
 		}
 	}
 }
+
+// The short version of the rollout through one bucket (rewatch-bench fleet -scenarios rollout
+// -variants rewatch-bucket,rewatch-emptydir): every member a new pod with no local cache. Those
+// sharing a bucket (SeaweedFS) resume from it — at most a tenth transfer the full state — and
+// read their snapshots from the bucket, not from kube-apiserver; those with an emptyDir alone
+// list, each of them. 600 objects: more than a page, so that a restart resumes rather than
+// taking the probe's page as the state. Every store ends with the server's state.
+func TestFleetRolloutThroughABucketShort(t *testing.T) {
+	ctx, self := serverBenchmark(t, "starts a kube-apiserver, SeaweedFS and a fleet of processes per run")
+	const n = 10
+	rs, err := RunFleet(ctx, FleetOptions{Sizes: []int{n}, Objects: 600, Scenarios: []string{ScenarioRollout},
+		Variants: []string{VariantRewatchBucket, VariantRewatchEmptyDir}, WriteEvery: 50 * time.Millisecond, MatchTimeout: 2 * time.Minute,
+		Self: self, Logf: t.Logf})
+	require.NoError(t, err)
+	var sb testWriter
+	WriteRolloutTable(&sb, rs)
+	t.Log("\n" + string(sb))
+	for _, r := range rs {
+		require.Empty(t, r.Err, r.Variant)
+		require.NotNil(t, r.Rollout, r.Variant)
+		require.Zero(t, r.Rollout.Unsynced, "%s: members that did not sync after their restart", r.Variant)
+		require.GreaterOrEqual(t, r.ConvergeSeconds, 0.0, "%s: every store holds the server's state at the end", r.Variant)
+		if r.Variant == VariantRewatchBucket {
+			require.LessOrEqual(t, r.Rollout.FullStateTransfers, n/10, "the rollout through a bucket")
+			require.Positive(t, r.Rollout.ObjectStore.BytesRead, "the snapshots came from the bucket")
+		} else {
+			require.GreaterOrEqual(t, r.Rollout.FullStateTransfers, n, "an emptyDir alone lists once per member")
+		}
+	}
+}

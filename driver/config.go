@@ -73,6 +73,12 @@ type Persistence struct {
 	// Period is how often the store is saved while the reflector runs, on the Clock; 0: only
 	// at stop.
 	Period time.Duration
+	// Dropped, when set, is told on the driver's goroutine that the machine let go of the
+	// snapshot Load returned without restoring it (CmdDropSnapshot: ahead of the server, of
+	// another history, unverifiable, or overtaken by a probe that held the whole collection),
+	// so that a store shared with other writers may replace it (docs/semantics.md,
+	// "Persisted cache", "Shared by replicas").
+	Dropped func()
 }
 
 // Lister is a Store that can list its objects, with the method of client-go's cache.Store:

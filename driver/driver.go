@@ -533,6 +533,9 @@ func (d *driver) exec(c *fsm.Command) error {
 		}
 	case fsm.CmdDropSnapshot:
 		d.loaded, d.snapIndex = nil, nil
+		if p := d.cfg.Persistence; p != nil && p.Dropped != nil {
+			p.Dropped()
+		}
 	case fsm.CmdApply:
 		if err := d.apply(c); err != nil {
 			return fmt.Errorf("store: %s %s: %w", strings.ToLower(c.Type.String()), c.Key, err)

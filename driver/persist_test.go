@@ -151,3 +151,50 @@ func TestALoadCutShortByTheStopRefusesNothing(t *testing.T) {
 	assert.Equal(t, fsm.EvStart, start.Kind)
 	assert.Empty(t, start.Refused)
 }
+
+// The machine's letting go of a loaded snapshot unrestored — here one ahead of the server — is
+// told to the Persistence (Dropped), so that a store shared with other writers may replace
+// it; a snapshot restored is not dropped.
+func TestADroppedSnapshotIsToldToThePersistence(t *testing.T) {
+	for name, c := range map[string]struct {
+		rv      string
+		dropped int
+	}{"ahead": {"999999999", 1}, "restored": {"", 0}} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, viaHTTP, 3)
+			var mu sync.Mutex
+			var savedRV string
+			var saved []any
+			save := func(_ context.Context, rv string, items []any) error {
+				mu.Lock()
+				defer mu.Unlock()
+				savedRV, saved = rv, items
+				return nil
+			}
+			w.run(func(c *driver.Config, _ *httpapi.Config) {
+				c.Persistence, c.Policy.PageSize = &driver.Persistence{Save: save}, 2
+			})
+			w.synced()
+			require.NoError(t, w.stop())
+			if c.rv != "" {
+				savedRV = c.rv
+			}
+			var dropped int
+			w.store = driver.NewMemStore()
+			w.run(func(cfg *driver.Config, _ *httpapi.Config) {
+				cfg.Store, cfg.Policy.PageSize = w.store, 2
+				cfg.Persistence = &driver.Persistence{
+					Load: func(context.Context) (string, []any, error) {
+						mu.Lock()
+						defer mu.Unlock()
+						return savedRV, saved, nil
+					},
+					Dropped: func() { dropped++ },
+				}
+			})
+			w.synced()
+			require.NoError(t, w.stop())
+			assert.Equal(t, c.dropped, dropped)
+		})
+	}
+}

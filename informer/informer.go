@@ -83,8 +83,11 @@ type Options struct {
 	// and what was watched — saved every PersistPeriod and when the informer stops; a restart
 	// fills the cache from it and resumes the watch instead of listing everything
 	// (docs/semantics.md, "Persisted cache"). The snapshot holds the objects, Secrets
-	// included: persist.Dir keeps it owner-only. nil (the default) keeps none. It needs
-	// rewatch's HTTP transport (every constructor but those over a client-go ListerWatcher).
+	// included: persist.Dir keeps it owner-only, persist.Sealed encrypts and authenticates it
+	// with keys of the controller's, and persist/objstore (a module of its own) keeps it,
+	// sealed, in an S3 bucket that a Deployment's replicas share, so that a rollout's new
+	// pods resume too. nil (the default) keeps none. It needs rewatch's HTTP transport (every
+	// constructor but those over a client-go ListerWatcher).
 	Persist persist.Store
 	// PersistPeriod is how often the snapshot is saved while the informer runs, besides once
 	// when it stops: default rewatch.DefaultPersistPeriod; negative: only when it stops.

@@ -45,6 +45,14 @@ const ctxCheckEvery = 256
 // Save writes objects (the store's, consistent at rv) atomically: the snapshot of id becomes
 // the new one only once it is complete and durable; on any error the old one stays.
 func Save(ctx context.Context, st Store, id Identity, codec Codec, rv string, objects []any, now time.Time) (SaveStats, error) {
+	return SaveSnapshot(ctx, st, id, codec, SnapshotInfo{ResourceVersion: rv, Written: now}, objects)
+}
+
+// SaveSnapshot is Save with what an OrderedStore is told of the snapshot (its Count is
+// len(objects)).
+func SaveSnapshot(ctx context.Context, st Store, id Identity, codec Codec, info SnapshotInfo, objects []any) (SaveStats, error) {
+	rv, now := info.ResourceVersion, info.Written
+	info.Written, info.Count = now.UTC(), len(objects)
 	h, err := json.Marshal(header{Identity: id, ResourceVersion: rv, Written: now.UTC(), MediaType: codec.MediaType(), Count: int64(len(objects))})
 	if err != nil {
 		return SaveStats{}, fmt.Errorf("persist: header: %w", err)
@@ -52,7 +60,15 @@ func Save(ctx context.Context, st Store, id Identity, codec Codec, rv string, ob
 	if len(h) > MaxHeaderBytes {
 		return SaveStats{}, fmt.Errorf("persist: the header is %d bytes, more than %d", len(h), MaxHeaderBytes)
 	}
-	p, err := st.Create(ctx, id)
+	var p Pending
+	if os, ok := st.(OrderedStore); ok {
+		p, err = os.CreateFor(ctx, id, info)
+	} else {
+		p, err = st.Create(ctx, id)
+	}
+	if errors.Is(err, ErrSuperseded) {
+		return SaveStats{Superseded: true}, nil
+	}
 	if err != nil {
 		return SaveStats{}, err
 	}
@@ -65,6 +81,9 @@ func Save(ctx context.Context, st Store, id Identity, codec Codec, rv string, ob
 		return SaveStats{}, errors.Join(err, p.Abort())
 	}
 	if err := p.Commit(); err != nil {
+		if errors.Is(err, ErrSuperseded) {
+			return SaveStats{Superseded: true}, nil
+		}
 		return SaveStats{}, err
 	}
 	return stats, nil
@@ -169,6 +188,9 @@ func readSnapshot(ctx context.Context, r *checksummedReader, id Identity, codec 
 	if err := r.full(b[:8], "the magic"); err != nil {
 		return nil, err
 	}
+	if b == sealMagic {
+		return nil, refused(nil, "sealed: it is read with the keys that sealed it (persist.Sealed), and this store has none")
+	}
 	if b != magic {
 		return nil, refused(nil, "not a rewatch snapshot (bad magic %q)", b[:])
 	}
@@ -246,6 +268,10 @@ func readSnapshot(ctx context.Context, r *checksummedReader, id Identity, codec 
 		return nil, refused(decodeErr, "%v", decodeErr)
 	}
 	if _, err := r.r.ReadByte(); err != io.EOF {
+		var rf *Refused
+		if errors.As(err, &rf) {
+			return nil, rf
+		}
 		if err != nil {
 			return nil, refused(err, "reading past the end: %v", err)
 		}
@@ -319,6 +345,10 @@ func (c *checksummedReader) verify(what string) error {
 }
 
 func readRefusal(err error, what string) *Refused {
+	var r *Refused
+	if errors.As(err, &r) {
+		return r // the store's own reason: a sealed snapshot's chunk that fails, say
+	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return refused(err, "truncated: the file ends in %s", what)
 	}

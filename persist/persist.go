@@ -113,6 +113,33 @@ type Store interface {
 	Create(ctx context.Context, id Identity) (Pending, error)
 }
 
+// OrderedStore is a Store that several writers share — the replicas of one controller on one
+// bucket — and that keeps the newest snapshot: Save tells it what it is about to write, so
+// that it never replaces a snapshot at a later resourceVersion with one at an earlier
+// (docs/semantics.md, "Persisted cache", "Shared by replicas").
+type OrderedStore interface {
+	Store
+	// CreateFor is Create, told what the snapshot is. It returns ErrSuperseded, and so may
+	// Commit, when the store holds a snapshot of id at least as new: nothing is written then.
+	CreateFor(ctx context.Context, id Identity, info SnapshotInfo) (Pending, error)
+}
+
+// SnapshotInfo is what SaveSnapshot says of the snapshot it writes to an OrderedStore.
+type SnapshotInfo struct {
+	ResourceVersion string
+	Written         time.Time
+	Count           int
+	// Disowned is the resourceVersion of the snapshot this writer loaded at its start and let
+	// go of as not the server's (ahead of it, of another cluster at the same address,
+	// unverifiable): an OrderedStore replaces a snapshot at that resourceVersion even when it
+	// is ahead of this one, as it is no replica's newer work.
+	Disowned string
+}
+
+// ErrSuperseded is an OrderedStore's answer when it holds a snapshot at least as new as the one
+// offered, which it keeps: Save then succeeds with SaveStats.Superseded.
+var ErrSuperseded = errors.New("persist: the store holds a snapshot at least as new")
+
 // Pending is a snapshot being written.
 type Pending interface {
 	io.Writer
@@ -154,5 +181,8 @@ type Snapshot struct {
 // SaveStats is what Save wrote.
 type SaveStats struct {
 	Count int   // items
-	Bytes int64 // the whole file
+	Bytes int64 // the whole snapshot (before sealing, when the store seals it)
+	// Superseded says that the store (an OrderedStore) kept the snapshot it holds, which is at
+	// least as new: another replica saved it. Nothing was written.
+	Superseded bool
 }

@@ -10,6 +10,8 @@
 #   4. transitions.Step per event kind;
 #   5. informer memory per object and the Pod initial sync in JSON and protobuf;
 #   6. fleets of reflectors through faults the server makes itself (rewatch-bench fleet);
+#   7. a rollout of 200 replicas sharing one bucket (SeaweedFS, built by
+#      scripts/build-seaweedfs.sh), and a controller of 20,000 ConfigMaps restarted as a new pod;
 # then summarises them with benchstat and rewatch-bench summary, and redraws the charts.
 # The full storm schedule takes about 45 minutes per seed (the baseline is the slowest to get
 # through it). Knobs (environment):
@@ -30,6 +32,7 @@ benchstat=(go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9
 mkdir -p "$out" "$RAW"
 
 scripts/build-apiserver.sh
+scripts/build-seaweedfs.sh
 bin=$(mktemp -d)/rewatch-bench
 go build -o "$bin" ./bench/cmd/rewatch-bench
 
@@ -67,6 +70,12 @@ go test -run '^$' -bench 'InformerHandlers|InformerHandlerChurn' -benchmem -coun
 
 echo "== 6. fleets (sizes: $FLEET)"
 "$bin" fleet -sizes "$FLEET" -objects 5000 -out "$RAW" -charts bench 2> >(grep -v '^[IEW][0-9]\{4\} ' >&2) | tee "$out/fleet-$stamp.md"
+
+echo "== 7. a rollout through one bucket (SeaweedFS), and a new pod 30 s after the old one stopped"
+"$bin" fleet -sizes 200 -objects 5000 -scenarios rollout -variants rewatch-bucket,client-go,rewatch-emptydir -out "$RAW" \
+	2> >(grep -v '^[IEW][0-9]\{4\} ' >&2) | tee "$out/rollout-bucket-$stamp.md"
+"$bin" restart -objects 20000 -down 30s -scenarios down -variants rewatch-bucket,rewatch,client-go -out "$RAW" \
+	2> >(grep -v '^[IEW][0-9]\{4\} ' >&2) | tee "$out/restart-bucket-$stamp.md"
 
 echo "== charts"
 "$bin" charts -storm "$(IFS=,; echo "${storms[*]}")" -throughput "$RAW/throughput-$stamp.txt" -dir bench

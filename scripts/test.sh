@@ -5,12 +5,16 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# The tests that start processes (kube-apiserver, etcd, HAProxy: internal/apiserver's harness,
-# e2e/, soak/, e2e/controllers, bench's fleet) run only when asked; here every test runs.
+# The tests that start processes (kube-apiserver, etcd, HAProxy, SeaweedFS: internal/apiserver's
+# harness, e2e/, soak/, e2e/controllers, persist/objstore, bench's fleet) run only when asked;
+# here every test runs.
 export REWATCH_E2E=1
 
 echo "== building kube-apiserver and etcd (skipped when up to date)"
 scripts/build-apiserver.sh
+
+echo "== building SeaweedFS, the S3 server of the object-store tests (skipped when up to date)"
+scripts/build-seaweedfs.sh
 
 echo "== installing HAProxy and rsvg-convert from Debian packages (skipped when present)"
 scripts/install-packages.sh

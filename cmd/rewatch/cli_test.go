@@ -101,7 +101,7 @@ func TestWatchHelpHasKubectlsFlags(t *testing.T) {
 		"-o, --output", "--template", "--no-headers", "--show-labels", "-L, --label-columns", "--sort-by", "--show-kind",
 		"--show-managed-fields", "--allow-missing-template-keys", "-w, --watch", "--watch-only", "--output-watch-events",
 		"--retry-refusals", "--resource", "--group", "--version", "--journal", "--journal-full-capture", "--trace", "--format",
-		"--metrics-addr", "--cache-dir", "--backoff-initial", "--backoff-cap"}
+		"--metrics-addr", "--cache-dir", "--cache-url", "--cache-key-file", "--backoff-initial", "--backoff-cap"}
 	for _, tun := range transitions.Tunables() {
 		if tun.CLI {
 			want = append(want, "--"+tun.Key)

@@ -31,6 +31,7 @@ import (
 	"github.com/rewatch/rewatch/fsm"
 	"github.com/rewatch/rewatch/metrics"
 	"github.com/rewatch/rewatch/persist"
+	"github.com/rewatch/rewatch/persist/objstore"
 	"github.com/rewatch/rewatch/transport/httpapi"
 )
 
@@ -112,6 +113,8 @@ type watchOptions struct {
 	fullCapture   bool
 	metricsAddr   string
 	cacheDir      string
+	cacheURL      string
+	cacheKeyFile  string
 	wireFormat    string
 	trace         traceFlag
 	tun           tunables
@@ -164,6 +167,8 @@ func newWatchCommand() (*cobra.Command, *watchOptions) {
 	fs.StringVar(&o.wireFormat, "format", "auto", "Wire format: auto (the server's tables as JSON for the table outputs, JSON objects for the others), json, or protobuf (built-in types, decoded into their Go types; not with the table outputs).")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "Serve Prometheus metrics on this address at /metrics (e.g. :9090).")
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "Keep a snapshot of the cache in this directory (owner-only; it holds the objects) and start from it: a restart resumes the watch instead of listing everything.")
+	fs.StringVar(&o.cacheURL, "cache-url", "", "Keep the snapshot of the cache at this URL instead: file:///path (a directory, as --cache-dir) or s3://bucket/prefix?endpoint=host:port&region=… (object storage that replicas share; sealed, so --cache-key-file is required; credentials from the environment or the workload's identity).")
+	fs.StringVar(&o.cacheKeyFile, "cache-key-file", "", "Seal the snapshot with the keys of this file (one a line, newest first, each 32 bytes in base64 or hex: openssl rand -base64 32): encrypted and authenticated with the first, read with any. Required with an s3:// --cache-url.")
 	goFlags := flag.NewFlagSet("watch", flag.ContinueOnError)
 	o.tun.register(goFlags, libraryDefaults())
 	fs.AddGoFlagSet(goFlags)
@@ -194,6 +199,41 @@ func watchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitFailure
 }
 
+// cacheStore is where --cache-dir, or --cache-url, keeps the snapshot, sealed with
+// --cache-key-file's keys; nil when neither is given. Nothing is contacted.
+func (o *watchOptions) cacheStore() (persist.Store, error) {
+	var keys []persist.Key
+	if o.cacheKeyFile != "" {
+		if o.cacheDir == "" && o.cacheURL == "" {
+			return nil, usagef("--cache-key-file seals the snapshot of --cache-dir or --cache-url; neither is given")
+		}
+		var err error
+		if keys, err = persist.ReadKeyFile(o.cacheKeyFile); err != nil {
+			return nil, usagef("--cache-key-file: %v", err)
+		}
+	}
+	switch {
+	case o.cacheDir != "" && o.cacheURL != "":
+		return nil, usagef("--cache-dir and --cache-url both say where the snapshot goes: give one")
+	case o.cacheDir != "":
+		if keys == nil {
+			return persist.Dir(o.cacheDir), nil
+		}
+		st, err := persist.Sealed(persist.Dir(o.cacheDir), keys...)
+		if err != nil {
+			return nil, usagef("--cache-key-file: %v", err)
+		}
+		return st, nil
+	case o.cacheURL != "":
+		st, err := objstore.OpenURL(o.cacheURL, keys)
+		if err != nil {
+			return nil, usagef("--cache-url: %v", err)
+		}
+		return st, nil
+	}
+	return nil, nil
+}
+
 func (o *watchOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !o.watch {
 		return usagef("--watch=false: rewatch watch only watches (kubectl get without -w is a one-off LIST)")
@@ -217,6 +257,10 @@ func (o *watchOptions) run(ctx context.Context, args []string, stdout, stderr io
 	}
 	if _, err := o.print.ToPrinter(); err != nil {
 		// The output format is checked before anything is asked of the server.
+		return err
+	}
+	cache, err := o.cacheStore()
+	if err != nil {
 		return err
 	}
 	// client-go's discovery logs what it then returns (through klog, on stderr): the error
@@ -340,8 +384,8 @@ func (o *watchOptions) run(ctx context.Context, args []string, stdout, stderr io
 		}
 		defer stopMetrics()
 	}
-	if o.cacheDir != "" {
-		cfg.Persist = persist.Dir(o.cacheDir)
+	if cache != nil {
+		cfg.Persist = cache
 		p.persisted = true
 	}
 	if o.journalPath != "" {

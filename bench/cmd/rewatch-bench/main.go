@@ -140,8 +140,11 @@ func main() {
 		n := fs.Int("n", 0, "")
 		journal := fs.String("journal", "", "")
 		cacheDir := fs.String("cache-dir", "", "")
+		cacheURL := fs.String("cache-url", "", "")
+		keyFile := fs.String("cache-key-file", "", "")
 		_ = fs.Parse(args)
-		err = bench.FleetChild(*v, *server, *n, *journal, *cacheDir, os.Stdin, os.Stdout)
+		err = bench.FleetChild(bench.FleetChildOptions{Variant: *v, Server: *server, N: *n, Journal: *journal, CacheDir: *cacheDir,
+			CacheURL: *cacheURL, CacheKeyFile: *keyFile}, os.Stdin, os.Stdout)
 	case "restart":
 		objects := fs.Int("objects", 20000, "configmaps on the server")
 		down := fs.Duration("down", 30*time.Second, "how long the controller is down")
@@ -168,6 +171,8 @@ func main() {
 		fs.StringVar(&o.Variant, "variant", "", "")
 		fs.StringVar(&o.Server, "server", "", "")
 		fs.StringVar(&o.CacheDir, "cache-dir", "", "")
+		fs.StringVar(&o.CacheURL, "cache-url", "", "")
+		fs.StringVar(&o.CacheKeyFile, "cache-key-file", "", "")
 		fs.IntVar(&o.WantCount, "want-count", 0, "")
 		fs.Uint64Var(&o.WantHash, "want-hash", 0, "")
 		_ = fs.Parse(args)
