@@ -36,24 +36,15 @@ func TestPersistenceNeedsAStoreThatLists(t *testing.T) {
 func TestRestartResumesFromThePersistedStore(t *testing.T) {
 	eachTransport(t, func(t *testing.T, kind transportKind) {
 		w := newWorld(t, kind, 5)
-		var mu sync.Mutex
-		var savedRV string
-		var saved []any
-		save := func(_ context.Context, rv string, items []any) error {
-			mu.Lock()
-			defer mu.Unlock()
-			savedRV, saved = rv, items
-			return nil
-		}
+		var snap heldSnapshot
 		w.run(func(c *driver.Config, _ *httpapi.Config) {
-			c.Persistence, c.Policy.PageSize = &driver.Persistence{Save: save}, 2
+			c.Persistence, c.Policy.PageSize = &driver.Persistence{Save: snap.save}, 2
 		})
 		w.synced()
 		require.NoError(t, w.stop())
-		mu.Lock()
-		require.NotEmpty(t, savedRV, "the stop saved the store")
+		rv, saved, _ := snap.load(context.Background())
+		require.NotEmpty(t, rv, "the stop saved the store")
 		require.Len(t, saved, 5)
-		mu.Unlock()
 
 		_, err := w.sim.Update(sim.ConfigMaps, "default", "cm-2", map[string]string{"x": "2"})
 		require.NoError(t, err)
@@ -67,13 +58,8 @@ func TestRestartResumesFromThePersistedStore(t *testing.T) {
 		w.transitions = nil
 		w.mu.Unlock()
 		listsBefore, _ := w.proxy.Counts()
-		load := func(context.Context) (string, []any, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			return savedRV, saved, nil
-		}
 		w.run(func(c *driver.Config, _ *httpapi.Config) {
-			c.Store, c.Persistence, c.Policy.PageSize = w.store, &driver.Persistence{Load: load, Save: save}, 2
+			c.Store, c.Persistence, c.Policy.PageSize = w.store, &driver.Persistence{Load: snap.load, Save: snap.save}, 2
 		})
 		w.synced()
 		require.Eventually(t, func() bool {
@@ -96,9 +82,8 @@ func TestRestartResumesFromThePersistedStore(t *testing.T) {
 		}
 		w.mu.Unlock()
 		require.NoError(t, w.stop())
-		mu.Lock()
+		_, saved, _ = snap.load(context.Background())
 		assert.Len(t, saved, 5, "the second stop saved the store it caught up")
-		mu.Unlock()
 	})
 }
 
@@ -162,33 +147,21 @@ func TestADroppedSnapshotIsToldToThePersistence(t *testing.T) {
 	}{"ahead": {"999999999", 1}, "restored": {"", 0}} {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, viaHTTP, 3)
-			var mu sync.Mutex
-			var savedRV string
-			var saved []any
-			save := func(_ context.Context, rv string, items []any) error {
-				mu.Lock()
-				defer mu.Unlock()
-				savedRV, saved = rv, items
-				return nil
-			}
+			var snap heldSnapshot
 			w.run(func(c *driver.Config, _ *httpapi.Config) {
-				c.Persistence, c.Policy.PageSize = &driver.Persistence{Save: save}, 2
+				c.Persistence, c.Policy.PageSize = &driver.Persistence{Save: snap.save}, 2
 			})
 			w.synced()
 			require.NoError(t, w.stop())
 			if c.rv != "" {
-				savedRV = c.rv
+				snap.rv = c.rv
 			}
 			var dropped int
 			w.store = driver.NewMemStore()
 			w.run(func(cfg *driver.Config, _ *httpapi.Config) {
 				cfg.Store, cfg.Policy.PageSize = w.store, 2
 				cfg.Persistence = &driver.Persistence{
-					Load: func(context.Context) (string, []any, error) {
-						mu.Lock()
-						defer mu.Unlock()
-						return savedRV, saved, nil
-					},
+					Load:    snap.load,
 					Dropped: func() { dropped++ },
 				}
 			})
@@ -197,4 +170,25 @@ func TestADroppedSnapshotIsToldToThePersistence(t *testing.T) {
 			assert.Equal(t, c.dropped, dropped)
 		})
 	}
+}
+
+// heldSnapshot is a Persistence's snapshot kept in memory: what the last save wrote, what a
+// load reads.
+type heldSnapshot struct {
+	mu    sync.Mutex
+	rv    string
+	items []any
+}
+
+func (h *heldSnapshot) save(_ context.Context, rv string, items []any) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rv, h.items = rv, items
+	return nil
+}
+
+func (h *heldSnapshot) load(context.Context) (string, []any, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rv, h.items, nil
 }
