@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -50,24 +51,9 @@ func TestRestartShort(t *testing.T) {
 // the whole collection, as its state.
 func TestFleetRolloutShort(t *testing.T) {
 	ctx, self := serverBenchmark(t, "starts a kube-apiserver and a fleet of processes per run")
-	const n = 10
-	rs, err := RunFleet(ctx, FleetOptions{Sizes: []int{n}, Objects: 600, Scenarios: []string{ScenarioRollout},
-		Variants: []string{VariantRewatch, VariantClientGo}, WriteEvery: 50 * time.Millisecond, MatchTimeout: 2 * time.Minute, Self: self, Logf: t.Logf})
-	require.NoError(t, err)
-	var sb testWriter
-	WriteRolloutTable(&sb, rs)
-	t.Log("\n" + string(sb))
-	for _, r := range rs {
-		require.Empty(t, r.Err, r.Variant)
-		require.NotNil(t, r.Rollout, r.Variant)
-		require.Zero(t, r.Rollout.Unsynced, "%s: members that did not sync after their restart", r.Variant)
-		require.GreaterOrEqual(t, r.ConvergeSeconds, 0.0, "%s: every store holds the server's state at the end", r.Variant)
-		if r.Variant == VariantRewatch {
-			require.LessOrEqual(t, r.Rollout.FullStateTransfers, n/10, "rewatch's rollout")
-		} else {
-			require.GreaterOrEqual(t, r.Rollout.FullStateTransfers, n, "client-go's rollout lists once per member")
-		}
-	}
+	runRolloutShort(t, ctx, self, VariantRewatch, VariantClientGo, func(t *testing.T, r FleetResult) {
+		require.Positive(t, r.Rollout.Probes, "rewatch's members resumed from their snapshots")
+	})
 }
 
 // The short version of the rollout through one bucket (rewatch-bench fleet -scenarios rollout
@@ -78,10 +64,20 @@ func TestFleetRolloutShort(t *testing.T) {
 // taking the probe's page as the state. Every store ends with the server's state.
 func TestFleetRolloutThroughABucketShort(t *testing.T) {
 	ctx, self := serverBenchmark(t, "starts a kube-apiserver, SeaweedFS and a fleet of processes per run")
+	runRolloutShort(t, ctx, self, VariantRewatchBucket, VariantRewatchEmptyDir, func(t *testing.T, r FleetResult) {
+		require.Positive(t, r.Rollout.ObjectStore.BytesRead, "the snapshots came from the bucket")
+	})
+}
+
+// runRolloutShort rolls out a fleet of ten members over 600 objects (more than a page, so that
+// a restart resumes rather than taking the probe's page as the state) in two variants: resuming,
+// whose rollout transfers the full state at most once a tenth of the members (and meets
+// resumed's own check), and listing, whose every member lists. Every member syncs after its
+// restart and every store ends with the server's state.
+func runRolloutShort(t *testing.T, ctx context.Context, self, resuming, listing string, resumed func(*testing.T, FleetResult)) {
 	const n = 10
 	rs, err := RunFleet(ctx, FleetOptions{Sizes: []int{n}, Objects: 600, Scenarios: []string{ScenarioRollout},
-		Variants: []string{VariantRewatchBucket, VariantRewatchEmptyDir}, WriteEvery: 50 * time.Millisecond, MatchTimeout: 2 * time.Minute,
-		Self: self, Logf: t.Logf})
+		Variants: []string{resuming, listing}, WriteEvery: 50 * time.Millisecond, MatchTimeout: 2 * time.Minute, Self: self, Logf: t.Logf})
 	require.NoError(t, err)
 	var sb testWriter
 	WriteRolloutTable(&sb, rs)
@@ -91,11 +87,11 @@ func TestFleetRolloutThroughABucketShort(t *testing.T) {
 		require.NotNil(t, r.Rollout, r.Variant)
 		require.Zero(t, r.Rollout.Unsynced, "%s: members that did not sync after their restart", r.Variant)
 		require.GreaterOrEqual(t, r.ConvergeSeconds, 0.0, "%s: every store holds the server's state at the end", r.Variant)
-		if r.Variant == VariantRewatchBucket {
-			require.LessOrEqual(t, r.Rollout.FullStateTransfers, n/10, "the rollout through a bucket")
-			require.Positive(t, r.Rollout.ObjectStore.BytesRead, "the snapshots came from the bucket")
+		if r.Variant == resuming {
+			require.LessOrEqual(t, r.Rollout.FullStateTransfers, n/10, "%s's rollout", r.Variant)
+			resumed(t, r)
 		} else {
-			require.GreaterOrEqual(t, r.Rollout.FullStateTransfers, n, "an emptyDir alone lists once per member")
+			require.GreaterOrEqual(t, r.Rollout.FullStateTransfers, n, "%s lists once per member", r.Variant)
 		}
 	}
 }
