@@ -2,6 +2,7 @@ package rewatch_test
 
 import (
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -57,7 +58,7 @@ func (a *sameAddress) cluster(t *testing.T, incarnation uint16, names ...string)
 // holdsExactly says whether store holds s's ConfigMaps: the same names, resourceVersions and
 // uids — not merely the same names and resourceVersions, which another cluster can share.
 func holdsExactly(s *sim.Server, store *driver.MemStore) bool {
-	if !equalVersions(store.Versions(), s.Snapshot(sim.ConfigMaps)) {
+	if !maps.Equal(store.Versions(), s.Snapshot(sim.ConfigMaps)) {
 		return false
 	}
 	uids := s.UIDs(sim.ConfigMaps)

@@ -3,6 +3,7 @@ package rewatch_test
 import (
 	"bytes"
 	"context"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -67,7 +68,7 @@ func TestAPersistedReflectorResumesAfterARestart(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "cache")
 	matches := func(_ *rewatch.Reflector, st *driver.MemStore) bool {
-		return equalVersions(st.Versions(), s.Snapshot(sim.ConfigMaps))
+		return maps.Equal(st.Versions(), s.Snapshot(sim.ConfigMaps))
 	}
 
 	pages := func(c *rewatch.Config) { c.Policy.PageSize = 2 }
@@ -166,15 +167,3 @@ func (addOnly) Add(any) error               { return nil }
 func (addOnly) Update(any) error            { return nil }
 func (addOnly) Delete(any) error            { return nil }
 func (addOnly) Replace([]any, string) error { return nil }
-
-func equalVersions(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}

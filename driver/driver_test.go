@@ -1,6 +1,7 @@
 package driver_test
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -159,7 +160,7 @@ func TestRelistIntoIncrementalStore(t *testing.T) {
 		w.proxy.ClearRules()
 		require.Eventually(t, func() bool {
 			w.clock.Add(time.Second) // through whatever wait the repeated 410s armed
-			return equalMaps(w.store.Versions(), w.sim.Snapshot(sim.ConfigMaps))
+			return maps.Equal(w.store.Versions(), w.sim.Snapshot(sim.ConfigMaps))
 		}, 10*time.Second, 2*time.Millisecond)
 		after, ok := w.store.GetByKey("default/cm-0")
 		require.True(t, ok)

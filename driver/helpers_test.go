@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -155,20 +156,8 @@ func (w *world) stop() error {
 func (w *world) synced() {
 	w.t.Helper()
 	require.Eventually(w.t, func() bool {
-		return equalMaps(w.store.Versions(), w.sim.Snapshot(sim.ConfigMaps))
+		return maps.Equal(w.store.Versions(), w.sim.Snapshot(sim.ConfigMaps))
 	}, 10*time.Second, 2*time.Millisecond, "store never matched the server")
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // waitState waits until the machine has reached state.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"sort"
@@ -164,7 +165,7 @@ func (e *env) converged() {
 			return false
 		}
 		got = e.store.Versions()
-		return equal(want, got)
+		return maps.Equal(want, got)
 	})
 	require.True(e.t, ok, "store never matched a fresh LIST\nserver: %v\nstore:  %v\ntransitions:\n%s", want, got, e.describe())
 }
@@ -178,18 +179,6 @@ func waitFor(d time.Duration, cond func() bool) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return cond()
-}
-
-func equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // write changes the namespace: updates, creates and deletes.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -470,7 +471,7 @@ func haConverged(t *testing.T, cs kubernetes.Interface, ns string, all []*haMemb
 		}
 		lagging = nil
 		for i, m := range all {
-			if !equal(want, m.store.versions()) {
+			if !maps.Equal(want, m.store.versions()) {
 				lagging = append(lagging, fmt.Sprintf("%s#%d", m.kind, i))
 			}
 		}

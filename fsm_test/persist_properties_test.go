@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -178,7 +179,7 @@ func runReflector(rt *rapid.T, url string, pageSize int64, p *driver.Persistence
 			if t.Snapshot.Synced && !r.synced && t.Err == nil {
 				r.synced = true
 				if s != nil {
-					if got, want := storeState(r.store), serverState(s); !sameVersions(got, want) {
+					if got, want := storeState(r.store), serverState(s); !maps.Equal(got, want) {
 						r.stale = append(r.stale, got, want)
 					}
 				}
@@ -197,7 +198,7 @@ func (r *restartRun) waitSynced(rt *rapid.T, s *sim.Server) {
 		r.mu.Lock()
 		synced := r.synced
 		r.mu.Unlock()
-		if synced && sameVersions(storeState(r.store), serverState(s)) {
+		if synced && maps.Equal(storeState(r.store), serverState(s)) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -210,18 +211,6 @@ func (r *restartRun) waitSynced(rt *rapid.T, s *sim.Server) {
 func (r *restartRun) stop(rt *rapid.T) {
 	r.cancel()
 	require.NoError(rt, <-r.done)
-}
-
-func sameVersions(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // serverState maps each of the server's ConfigMaps to its resourceVersion and uid: another

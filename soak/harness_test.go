@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -178,7 +179,7 @@ func (r *rig) converge(bound time.Duration) (time.Duration, error) {
 		cancel()
 		if lerr == nil {
 			got = r.store.Versions()
-			if equal(want, got) {
+			if maps.Equal(want, got) {
 				return time.Since(start), nil
 			}
 		}
@@ -192,18 +193,6 @@ func (r *rig) backoffLeft() time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return max(time.Until(r.waitUntil), 0)
-}
-
-func equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func diff(server, store map[string]string) string {

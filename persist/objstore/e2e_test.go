@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -168,20 +169,8 @@ func (w *world) synced(r *replica) {
 	t.Helper()
 	require.Eventually(t, r.r.HasSynced, 60*time.Second, 5*time.Millisecond, "never synced: %s", r.r.Stats().Start)
 	require.Eventually(t, func() bool {
-		return mapsEqual(storeObjects(r.store), w.serverObjects())
+		return maps.Equal(storeObjects(r.store), w.serverObjects())
 	}, 30*time.Second, 20*time.Millisecond, "the store never held the server's state")
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func storeObjects(store *driver.MemStore) map[string]string {
