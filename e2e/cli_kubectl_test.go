@@ -226,12 +226,8 @@ func TestCLIWatchSideBySideWithKubectl(t *testing.T) {
 	kubectl := kubectlBin(t)
 	bin := buildCLI(t)
 	// Each gets a proxy of its own, which adds the credentials, leaving Accept as it is.
-	kp, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport()})
-	require.NoError(t, err)
-	t.Cleanup(kp.Close)
-	rp, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport()})
-	require.NoError(t, err)
-	t.Cleanup(rp.Close)
+	kp := plainProxy(t, b)
+	rp := plainProxy(t, b)
 	kubeKubeconfig, rewatchKubeconfig := proxyKubeconfig(t, kp.URL()), proxyKubeconfig(t, rp.URL())
 
 	for i, res := range sideResources() {
@@ -382,9 +378,7 @@ func TestCLIWatchRefusalsAsKubectl(t *testing.T) {
 	e := newEnv(t, b, configMaps, 1)
 	kubectl := kubectlBin(t)
 	bin := buildCLI(t)
-	kp, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport()})
-	require.NoError(t, err)
-	t.Cleanup(kp.Close)
+	kp := plainProxy(t, b)
 	kubeconfig := proxyKubeconfig(t, kp.URL())
 	for _, args := range [][]string{
 		{"configmaps", "-n", e.ns, "-l", "a b=c"},

@@ -29,6 +29,16 @@ func buildCLI(t *testing.T) string {
 	return bin
 }
 
+// plainProxy is a fault proxy with no rules in front of b: kubectl's way to the server, with
+// the credentials the proxy adds, as rewatch's own proxy has them.
+func plainProxy(t *testing.T, b backend) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport()})
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
+}
+
 // proxyKubeconfig writes a kubeconfig whose only context reaches server with no credentials,
 // as the CLI's users' kubeconfigs are read, and returns its path.
 func proxyKubeconfig(t *testing.T, server string) string {
@@ -179,9 +189,7 @@ func TestCLIWatchPrintsWhatKubectlPrints(t *testing.T) {
 	kubectl := kubectlBin(t)
 	bin := buildCLI(t)
 	// kubectl gets a proxy of its own, without faults, for the credentials the proxy adds.
-	kp, err := faultproxy.New(faultproxy.Config{Upstream: b.URL(), Transport: b.Transport()})
-	require.NoError(t, err)
-	t.Cleanup(kp.Close)
+	kp := plainProxy(t, b)
 
 	// rewatch's first watch ends with a 410 after the four events of e.write("a"); its relist
 	// (the second LIST of the configmaps) is refused until the rule is cleared.
