@@ -41,7 +41,18 @@ func newSameAddress(t *testing.T) *sameAddress {
 // cluster starts a simulated cluster of the given incarnation with ConfigMaps of the given
 // names and points the address at it.
 func (a *sameAddress) cluster(t *testing.T, incarnation uint16, names ...string) *sim.Server {
-	s := sim.New(sim.Options{Incarnation: incarnation})
+	s, u := simWithConfigMaps(t, sim.Options{Incarnation: incarnation}, names...)
+	parsed, err := url.Parse(u)
+	require.NoError(t, err)
+	a.upstream.Store(parsed)
+	return s
+}
+
+// simWithConfigMaps starts a simulated server of opts, closed at the test's end, holding a
+// ConfigMap of each name in "default" (its data: n=name), and returns it with its URL.
+func simWithConfigMaps(t *testing.T, opts sim.Options, names ...string) (*sim.Server, string) {
+	t.Helper()
+	s := sim.New(opts)
 	u, err := s.Start()
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
@@ -49,10 +60,7 @@ func (a *sameAddress) cluster(t *testing.T, incarnation uint16, names ...string)
 		_, err := s.Create(sim.ConfigMaps, "default", n, map[string]string{"n": n})
 		require.NoError(t, err)
 	}
-	parsed, err := url.Parse(u)
-	require.NoError(t, err)
-	a.upstream.Store(parsed)
-	return s
+	return s, u
 }
 
 // holdsExactly says whether store holds s's ConfigMaps: the same names, resourceVersions and
@@ -77,19 +85,12 @@ func holdsExactly(s *sim.Server, store *driver.MemStore) bool {
 // decoded (the snapshot's objects are used), and the watch goes on from the page's
 // resourceVersion.
 func TestASmallCollectionIsSyncedByTheProbe(t *testing.T) {
-	s := sim.New(sim.Options{})
-	u, err := s.Start()
-	require.NoError(t, err)
-	defer s.Close()
-	for _, n := range []string{"a", "b", "c", "d"} {
-		_, err := s.Create(sim.ConfigMaps, "default", n, map[string]string{"n": n})
-		require.NoError(t, err)
-	}
+	s, u := simWithConfigMaps(t, sim.Options{}, "a", "b", "c", "d")
 	dir := filepath.Join(t.TempDir(), "cache")
 	exactly := func(_ *rewatch.Reflector, st *driver.MemStore) bool { return holdsExactly(s, st) }
 	persisted(t, u, dir, exactly)
 
-	_, err = s.Update(sim.ConfigMaps, "default", "a", map[string]string{"n": "a2"})
+	_, err := s.Update(sim.ConfigMaps, "default", "a", map[string]string{"n": "a2"})
 	require.NoError(t, err)
 	_, err = s.Delete(sim.ConfigMaps, "default", "b")
 	require.NoError(t, err)

@@ -58,14 +58,7 @@ func persisted(t *testing.T, url, dir string, done func(*rewatch.Reflector, *dri
 // of everything; after a compaction the next one relists, decoding only the items that
 // changed. Stats.Start says which way each start went.
 func TestAPersistedReflectorResumesAfterARestart(t *testing.T) {
-	s := sim.New(sim.Options{})
-	url, err := s.Start()
-	require.NoError(t, err)
-	defer s.Close()
-	for _, n := range []string{"a", "b", "c", "d"} {
-		_, err := s.Create(sim.ConfigMaps, "default", n, map[string]string{"n": n})
-		require.NoError(t, err)
-	}
+	s, url := simWithConfigMaps(t, sim.Options{}, "a", "b", "c", "d")
 	dir := filepath.Join(t.TempDir(), "cache")
 	matches := func(_ *rewatch.Reflector, st *driver.MemStore) bool {
 		return maps.Equal(st.Versions(), s.Snapshot(sim.ConfigMaps))
