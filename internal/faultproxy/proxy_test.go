@@ -473,28 +473,26 @@ func TestUnframedWatchIsRelayedUntouched(t *testing.T) {
 	assert.Contains(t, p.Requests()[0].Fault, "skipped")
 }
 
-func TestForceJSONRewritesAccept(t *testing.T) {
-	u := newUpstream(t, 0)
-	p, c := newProxy(t, u, true)
-	req, _ := http.NewRequest(http.MethodGet, p.URL()+"/api/v1/configmaps", nil)
-	req.Header.Set("Accept", "application/vnd.kubernetes.protobuf,application/json")
-	resp, err := c.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, "application/json", <-u.accept)
-}
-
-// A server-side printed Table, as kubectl asks for it, is JSON too: it is kept, before plain
+// With ForceJSON the proxy asks the server for JSON whatever the client accepts. A
+// server-side printed Table, as kubectl asks for it, is JSON too: it is kept, before plain
 // JSON; the rest goes.
-func TestForceJSONKeepsJSONWithParameters(t *testing.T) {
-	u := newUpstream(t, 0)
-	p, c := newProxy(t, u, true)
-	req, _ := http.NewRequest(http.MethodGet, p.URL()+"/api/v1/configmaps", nil)
-	req.Header.Set("Accept", "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io, application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
-	resp, err := c.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, "application/json;as=Table;v=v1;g=meta.k8s.io, application/json", <-u.accept)
+func TestForceJSONRewritesAccept(t *testing.T) {
+	for name, tc := range map[string]struct{ accept, sent string }{
+		"protobuf or JSON": {"application/vnd.kubernetes.protobuf,application/json", "application/json"},
+		"a Table": {"application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io, application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+			"application/json;as=Table;v=v1;g=meta.k8s.io, application/json"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			u := newUpstream(t, 0)
+			p, c := newProxy(t, u, true)
+			req, _ := http.NewRequest(http.MethodGet, p.URL()+"/api/v1/configmaps", nil)
+			req.Header.Set("Accept", tc.accept)
+			resp, err := c.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, tc.sent, <-u.accept)
+		})
+	}
 }
 
 func TestCloseEndsOpenStreams(t *testing.T) {
