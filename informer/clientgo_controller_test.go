@@ -90,7 +90,7 @@ func TestClientGoHammerController(t *testing.T) {
 	})
 	require.False(t, controller.HasSynced(), "synced before Run")
 	runController(t, controller)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), controller.HasSynced))
+	informer.SyncedWithin(t, controller.HasSynced)
 
 	var writers sync.WaitGroup
 	for w := range 3 {
@@ -545,7 +545,7 @@ func TestClientGoReplaceEvents(t *testing.T) {
 			var controller cache.Controller
 			store, controller = informer.NewIndexerInformer(lw, &corev1.Pod{}, 0, rec, cache.Indexers{})
 			runController(t, controller)
-			require.True(t, cache.WaitForCacheSync(t.Context().Done(), controller.HasSynced))
+			informer.SyncedWithin(t, controller.HasSynced)
 			initial := rec.waitFor(t, len(tc.initial))
 			require.Len(t, initial, len(tc.initial))
 			for _, r := range initial {
@@ -586,7 +586,7 @@ func TestClientGoResetWatch(t *testing.T) {
 	var controller cache.Controller
 	store, controller = informer.NewInformer(src, &corev1.Pod{}, 0, rec)
 	runController(t, controller)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), controller.HasSynced))
+	informer.SyncedWithin(t, controller.HasSynced)
 	got := rec.waitFor(t, 1)
 	require.Equal(t, []eventRecord{{Action: "add", Key: "default/pod-1", EventRV: "1", StoreRV: "1", Initial: true}}, got)
 
@@ -610,7 +610,7 @@ func TestClientGoStoreResourceVersion(t *testing.T) {
 	var controller cache.Controller
 	store, controller = informer.NewIndexerInformer(src, &corev1.Pod{}, 0, rec, cache.Indexers{})
 	runController(t, controller)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), controller.HasSynced))
+	informer.SyncedWithin(t, controller.HasSynced)
 	require.Equal(t, "add", rec.waitFor(t, 1)[0].Action)
 
 	src.Modify(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-1", Namespace: "default", Labels: map[string]string{"foo": "bar"}}})
@@ -642,7 +642,7 @@ func deletions(t *testing.T) (untyped cache.DeletedFinalStateUnknown, typed cach
 	})
 	require.NoError(t, err)
 	run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced)
 	lw.set("2")
 	lw.expire(t)
 	select {

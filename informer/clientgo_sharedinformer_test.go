@@ -167,7 +167,7 @@ func TestClientGoIndexer(t *testing.T) {
 	inf := rewatchInformer(t, NewSharedInformer(src, &corev1.Pod{}, time.Second))
 	require.NoError(t, inf.AddIndexers(cache.Indexers{"labels": byLabelKey}))
 	runInformer(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	SyncedWithin(t, inf.HasSynced)
 
 	names := func(index, value string) []string {
 		objs, err := inf.GetIndexer().ByIndex(index, value)
@@ -390,7 +390,7 @@ func TestClientGoSharedInformerStartRace(t *testing.T) {
 		}
 	})
 	stop := runInformer(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	SyncedWithin(t, inf.HasSynced)
 	close(done)
 	setters.Wait()
 	require.Error(t, inf.SetTransform(func(obj any) (any, error) { return obj, nil }), "a transform set after the start")

@@ -273,7 +273,7 @@ func TestConformanceAddEventHandlerAfterStop(t *testing.T) {
 		_, lw := source(t)
 		inf := impl.new(lw)
 		stop := run(t, inf)
-		require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+		informer.SyncedWithin(t, inf.HasSynced)
 		stop()
 		require.True(t, inf.IsStopped())
 		handler := cache.ResourceEventHandlerFuncs{}
@@ -330,7 +330,7 @@ func TestConformanceHandlerChurn(t *testing.T) {
 		_, err := inf.AddEventHandler(stable)
 		require.NoError(t, err)
 		run(t, inf)
-		require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+		informer.SyncedWithin(t, inf.HasSynced)
 
 		var done atomic.Bool
 		var churn sync.WaitGroup

@@ -90,7 +90,7 @@ func TestForRESTConfigReadsWhatTheListerWatcherWouldRequest(t *testing.T) {
 	inf := newInformer(crListWatch(t, cfg, "default", "app=yes"), &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	require.IsType(t, &informer.Informer{}, inf)
 	run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced)
 	require.Equal(t, []string{"default/yes"}, inf.GetStore().ListKeys())
 	_, err = inf.GetIndexer().ByIndex(cache.NamespaceIndex, "default")
 	require.NoError(t, err, "controller-runtime's indexers are the informer's")
@@ -170,7 +170,7 @@ func TestForRESTConfigMetadataWithoutKindReadsThroughTheListerWatcher(t *testing
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced)
 	require.Len(t, inf.GetStore().ListKeys(), 2)
 	require.True(t, said.contains("reads through controller-runtime's ListerWatcher"), "said %v", said.get())
 }
@@ -193,7 +193,7 @@ func TestForRESTConfigMetadataOnly(t *testing.T) {
 	example.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	inf := newInformer(lw, example, 0, cache.Indexers{})
 	run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced)
 	_, err = s.Create(sim.ConfigMaps, "default", "late", nil)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { _, ok, _ := inf.GetStore().GetByKey("default/late"); return ok }, time.Minute, time.Millisecond)
@@ -222,7 +222,7 @@ func TestControllerRuntimeStatsByType(t *testing.T) {
 	for _, ns := range []string{"default", "other"} {
 		inf := cr.NewInformer(crListWatch(t, cr.RESTConfig, ns, ""), &corev1.ConfigMap{}, 0, cache.Indexers{})
 		run(t, inf)
-		require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+		informer.SyncedWithin(t, inf.HasSynced)
 	}
 	stats := cr.Stats(&corev1.ConfigMap{})
 	require.Len(t, stats, 2)

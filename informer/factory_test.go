@@ -168,7 +168,7 @@ func TestMetadataOnlyOverHTTP(t *testing.T) {
 		Resource: httpapi.Resource{Version: "v1", Resource: "configmaps", Namespace: "default"}}, quiet)
 	require.NoError(t, err)
 	run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced)
 	obj, ok, err := inf.GetIndexer().GetByKey("default/cm-1")
 	require.NoError(t, err)
 	require.True(t, ok)

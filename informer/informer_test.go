@@ -210,7 +210,7 @@ func TestRelistIsDiffedAgainstTheIndexer(t *testing.T) {
 	reg, err := inf.AddEventHandler(&r)
 	require.NoError(t, err)
 	stop := run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), reg.HasSynced))
+	informer.SyncedWithin(t, reg.HasSynced)
 	got := r.waitFor(t, 6)
 	require.Equal(t, []string{
 		"add a@1 initial=true", "add b@2 initial=true",
@@ -260,11 +260,11 @@ func TestLateHandlerGetsTheContentsAndRemovalStopsDelivery(t *testing.T) {
 	earlyReg, err := inf.AddEventHandler(&early)
 	require.NoError(t, err)
 	run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced)
 	var late recorder
 	lateReg, err := inf.AddEventHandler(&late)
 	require.NoError(t, err)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), lateReg.HasSynced))
+	informer.SyncedWithin(t, lateReg.HasSynced)
 	require.ElementsMatch(t, []string{"add a@1 initial=true", "add b@2 initial=true"}, late.waitFor(t, 2))
 	select {
 	case <-lateReg.HasSyncedChecker().Done():
@@ -341,7 +341,7 @@ func TestIndexersAndListers(t *testing.T) {
 	inf := informer.New(ft, &corev1.ConfigMap{}, opts)
 	require.NoError(t, inf.AddIndexers(cache.Indexers{"byName": func(obj any) ([]string, error) { return []string{obj.(*corev1.ConfigMap).Name}, nil }}))
 	run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced)
 	byNS, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, "ns")
 	require.NoError(t, err)
 	require.Len(t, byNS, 2)
@@ -369,7 +369,7 @@ func TestRelistIsAppliedAsItArrives(t *testing.T) {
 	reg, err := inf.AddEventHandler(&r)
 	require.NoError(t, err)
 	run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), reg.HasSynced))
+	informer.SyncedWithin(t, reg.HasSynced)
 	got := r.waitFor(t, 4)
 	require.Equal(t, []string{"add a@1 initial=true", "add b@2 initial=true", "add c@3 initial=true", "update c@3 -> c@15"}, got)
 	lister := inf.GetIndexer()

@@ -132,3 +132,33 @@ func TestProcessorKeepsARangeUntilEveryListenerHasIt(t *testing.T) {
 	require.Equal(t, []string{"d", "e"}, lateGot)
 	lateMu.Unlock()
 }
+
+// A listener that joined is in the set every reader gets afterwards, however readers race: the
+// processor reading the set while the resync loop or a sync check rebuilds it must not take the
+// set as it was before the join — the listener would miss the notifications the processor hands
+// out (its handler never told, its registration never synced).
+func TestEveryReaderOfTheListenersSeesAJoin(t *testing.T) {
+	for range 2000 {
+		inf := New(nil, &corev1.ConfigMap{}, Options{})
+		p := inf.processor
+		before := newListener(inf, cache.ResourceEventHandlerFuncs{}, logr.Discard(), resyncClock{}, 1, nil)
+		p.join(before)
+		require.Len(t, p.listening(), 1)
+		joined := newListener(inf, cache.ResourceEventHandlerFuncs{}, logr.Discard(), resyncClock{}, 1, nil)
+		p.join(joined)
+		var start, readers sync.WaitGroup
+		start.Add(1)
+		got := make([][]*listener, 4)
+		for r := range got {
+			readers.Go(func() {
+				start.Wait()
+				got[r] = p.listening()
+			})
+		}
+		start.Done()
+		readers.Wait()
+		for r, list := range got {
+			require.Contains(t, list, joined, "reader %d took the set from before the join", r)
+		}
+	}
+}

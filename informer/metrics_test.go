@@ -96,7 +96,7 @@ func TestInformerNameReportsThroughTheProcessWideProvider(t *testing.T) {
 	unnamed := informer.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{})
 	for _, inf := range []cache.SharedIndexInformer{named, unnamed} {
 		run(t, inf)
-		require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+		informer.SyncedWithin(t, inf.HasSynced)
 	}
 	key := "rewatch-informer-test configmaps"
 	createdRV, err := s.Create(sim.ConfigMaps, "default", "late", nil)

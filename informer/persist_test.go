@@ -71,7 +71,7 @@ func TestPersistedCacheIsRestoredAndSyncedOnlyOnceCaughtUp(t *testing.T) {
 	require.False(t, reg.HasSynced())
 
 	close(gate)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced, reg.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced, reg.HasSynced)
 	require.Equal(t, []string{"add a@1 initial=true", "add b@2 initial=true", "add c@20 initial=false"}, r.waitFor(t, 3))
 	require.Equal(t, rewatch.StartResumed, inf.Stats().Start.Way, "%s", inf.Stats().Start)
 	stop()
@@ -99,7 +99,7 @@ func TestASmallCollectionIsSyncedByTheProbe(t *testing.T) {
 	reg, err := inf.AddEventHandler(&r)
 	require.NoError(t, err)
 	stop := run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced, reg.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced, reg.HasSynced)
 	require.Equal(t, []string{"add a@1 initial=true", "add c@15 initial=true", "add d@21 initial=false"}, r.waitFor(t, 3))
 	start := inf.Stats().Start
 	require.Equal(t, rewatch.StartProbedWhole, start.Way, "%s", start)
@@ -115,7 +115,7 @@ func TestPersistedCacheIsOffOverAListerWatcher(t *testing.T) {
 	dir := t.TempDir()
 	inf := informer.WithOptions(informer.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Persist: persist.Dir(dir)})(lw, &corev1.ConfigMap{}, 0, nil)
 	stop := run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced)
 	stop()
 	require.Contains(t, logs.String(), "persisted cache off")
 	entries, err := os.ReadDir(dir)
@@ -149,7 +149,7 @@ func TestASnapshotNamesItsTransform(t *testing.T) {
 			Logger: slog.New(slog.NewTextHandler(logs, nil)), Persist: st, PersistPeriod: -1,
 			Transform: transform, TransformVersion: version})
 		stop := run(t, inf)
-		require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+		informer.SyncedWithin(t, inf.HasSynced)
 		stop()
 		return inf.Stats(), logs.String()
 	}

@@ -43,10 +43,20 @@ type processor struct {
 	joining []*listener
 	// all is the set of listeners as a slice, for the processor's pushes and the resync loop's
 	// scans, which read it without mu, so that, however many handlers there are, they hold up
-	// neither a handler being added nor one being removed. A change only marks it stale
-	// (dirty); the next reader rebuilds it, once for any number of changes.
-	all   atomic.Pointer[[]*listener]
-	dirty atomic.Bool
+	// neither a handler being added nor one being removed. A change only counts a new
+	// generation (gen); the next reader rebuilds the slice, once for any number of changes.
+	// The slice carries the generation it was built for, so that a reader never takes a slice
+	// another reader is still rebuilding for a change it already counted: a listener that
+	// joined before the processor took a notification would miss it (its handler never told,
+	// its registration never synced).
+	all atomic.Pointer[listenerSet]
+	gen atomic.Uint64
+}
+
+// listenerSet is the set of listeners as of generation gen.
+type listenerSet struct {
+	gen  uint64
+	list []*listener
 }
 
 // chunkSize is the number of notifications in a chunk.
@@ -217,7 +227,7 @@ func (p *processor) join(l *listener) {
 	p.joinMu.Lock()
 	p.joining = append(p.joining, l)
 	p.joinMu.Unlock()
-	p.dirty.Store(true)
+	p.gen.Add(1)
 }
 
 // settle moves the listeners that joined into the set, and starts them if the informer runs.
@@ -250,7 +260,7 @@ func (p *processor) remove(l *listener) {
 	started := l.started
 	p.mu.Unlock()
 	if ok {
-		p.dirty.Store(true)
+		p.gen.Add(1)
 		l.shutdown(started)
 	}
 }
@@ -258,22 +268,24 @@ func (p *processor) remove(l *listener) {
 // listening is the listeners registered now, those that joined included; the slice is not to
 // be changed. It is rebuilt only when the set changed since it was last built.
 func (p *processor) listening() []*listener {
-	if p.dirty.Load() {
-		p.mu.Lock()
-		if p.dirty.Swap(false) {
-			p.settleLocked()
-			all := make([]*listener, 0, len(p.listeners))
-			for l := range p.listeners {
-				all = append(all, l)
-			}
-			p.all.Store(&all)
-		}
-		p.mu.Unlock()
+	if set := p.all.Load(); set != nil && set.gen == p.gen.Load() {
+		return set.list
 	}
-	if all := p.all.Load(); all != nil {
-		return *all
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// The generation is read before the joined listeners are moved in: every change it
+	// counts has been made (join appends, then counts), so the slice built holds it.
+	gen := p.gen.Load()
+	if set := p.all.Load(); set != nil && set.gen == gen {
+		return set.list
 	}
-	return nil
+	p.settleLocked()
+	list := make([]*listener, 0, len(p.listeners))
+	for l := range p.listeners {
+		list = append(list, l)
+	}
+	p.all.Store(&listenerSet{gen: gen, list: list})
+	return list
 }
 
 // start runs l's goroutine; p.mu is held.
@@ -309,7 +321,7 @@ func (p *processor) stopAll() {
 		l.shutdown(l.started)
 	}
 	clear(p.listeners)
-	p.dirty.Store(true)
+	p.gen.Add(1)
 	p.mu.Unlock()
 	p.wg.Wait()
 }

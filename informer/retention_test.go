@@ -98,7 +98,7 @@ func TestHandedNotificationsAreNotKept(t *testing.T) {
 	_, err = inf.AddEventHandler(&b)
 	require.NoError(t, err)
 	run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced)
 	const n = 200
 	objs := src.update(n)
 	a.waitFor(t, n)
@@ -138,7 +138,7 @@ func TestRemovedHandlersBacklogIsDropped(t *testing.T) {
 	_, err = inf.AddEventHandler(&other)
 	require.NoError(t, err)
 	run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced)
 	const n = 200
 	objs := src.update(1)
 	<-slow.inCall // the slow handler is given the first version, alone, and holds on to it

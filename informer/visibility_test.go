@@ -65,7 +65,7 @@ func TestInformerStatsMetricsJournal(t *testing.T) {
 		Resource: httpapi.Resource{Version: "v1", Resource: "configmaps", Namespace: "default"}}, opts)
 	require.NoError(t, err)
 	stop := run(t, inf)
-	require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	informer.SyncedWithin(t, inf.HasSynced)
 	_, err = s.Create(sim.ConfigMaps, "default", "late", nil)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return inf.Stats().WatchEvents >= 1 }, 10*time.Second, time.Millisecond)
