@@ -87,13 +87,22 @@ const (
 	// finds empty, as a Deployment's new pod finds its emptyDir: the directory store alone
 	// through a rollout. Run it with -variants.
 	VariantRewatchEmptyDir = "rewatch-emptydir"
+	// VariantRewatchBucketCR is VariantRewatchBucket in a controller-runtime cache, as a manager
+	// builds it with informer.NewControllerRuntime: the same bucket, through controller-runtime's
+	// way in. The restart program only.
+	VariantRewatchBucketCR = "rewatch-bucket-controller-runtime"
 )
+
+// inBucket says whether a variant keeps its persisted cache in the bench's bucket.
+func inBucket(variant string) bool {
+	return variant == VariantRewatchBucket || variant == VariantRewatchBucketCR
+}
 
 // isRewatch says whether a variant is one of rewatch's.
 func isRewatch(variant string) bool {
 	switch variant {
 	case VariantRewatch, VariantRewatchCap5s, VariantRewatchWatchList, VariantRewatchExact, VariantRewatchPaged, VariantRewatchSingle,
-		VariantRewatchBucket, VariantRewatchEmptyDir:
+		VariantRewatchBucket, VariantRewatchEmptyDir, VariantRewatchBucketCR:
 		return true
 	}
 	return false

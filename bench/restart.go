@@ -22,11 +22,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/rewatch/rewatch"
 	"github.com/rewatch/rewatch/informer"
@@ -133,7 +136,7 @@ func RunRestart(ctx context.Context, o RestartOptions) ([]RestartResult, error) 
 		return nil, err
 	}
 	var b *bucket
-	if slices.Contains(o.Variants, VariantRewatchBucket) {
+	if slices.ContainsFunc(o.Variants, inBucket) {
 		if b, err = startBucket(ctx, "restart"); err != nil {
 			return nil, err
 		}
@@ -178,10 +181,10 @@ func restartOnce(ctx context.Context, o RestartOptions, s *apiserver.Server, cs 
 		return res, err
 	}
 	child := restartChild{self: o.Self, server: proxy.URL(), variant: variant, dir: dir}
-	if variant == VariantRewatchBucket {
+	if inBucket(variant) {
 		// Each start is a new pod: its local directory is new and empty, its cache in the
-		// bucket, under a prefix of this run's.
-		child.extra = []string{"-cache-url", strings.Replace(b.url, "/controller?", fmt.Sprintf("/run-%d?", run), 1), "-cache-key-file", b.keyFile}
+		// bucket, under a prefix of this run's and this variant's.
+		child.extra = []string{"-cache-url", strings.Replace(b.url, "/controller?", fmt.Sprintf("/run-%d-%s?", run, variant), 1), "-cache-key-file", b.keyFile}
 		child.env = b.env()
 	}
 
@@ -374,7 +377,8 @@ func RestartChild(o RestartChildOptions, in io.Reader, out io.Writer) error {
 	slog.SetDefault(slog.New(slog.DiscardHandler))
 	w := bufio.NewWriter(out)
 	meter := &Meter{Base: http.DefaultTransport.(*http.Transport).Clone()}
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: o.Server, Transport: meter})
+	cfg := &rest.Config{Host: o.Server, Transport: meter}
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -393,7 +397,10 @@ func RestartChild(o RestartChildOptions, in io.Reader, out io.Writer) error {
 	} else if o.CacheDir != "" {
 		st = persist.Dir(o.CacheDir)
 	}
-	inf, stop, how := startControllerInformer(ctx, o.Variant, cs, st)
+	inf, stop, how, err := startControllerInformer(ctx, o.Variant, cfg, cs, st)
+	if err != nil {
+		return err
+	}
 	// Polled every millisecond: cache.WaitForCacheSync polls every 100 ms, coarser than the
 	// times measured.
 	synced := inf.HasSynced()
@@ -446,21 +453,64 @@ func RestartChild(o RestartChildOptions, in io.Reader, out io.Writer) error {
 }
 
 // startControllerInformer starts the configmap informer of a controller of variant through a
-// SharedInformerFactory: rewatch's (informer/factory) or client-go's. stop waits until it has
-// stopped once ctx is done; how, for rewatch's, says how its start went (Stats.Start).
-func startControllerInformer(ctx context.Context, variant string, cs kubernetes.Interface, st persist.Store) (inf cache.SharedIndexInformer, stop func(), how func() rewatch.Start) {
+// SharedInformerFactory, rewatch's (informer/factory) or client-go's, or through a
+// controller-runtime cache with rewatch's informers (VariantRewatchBucketCR). stop waits until
+// it has stopped once ctx is done; how, for rewatch's, says how its start went (Stats.Start).
+func startControllerInformer(ctx context.Context, variant string, cfg *rest.Config, cs kubernetes.Interface, st persist.Store) (inf cache.SharedIndexInformer, stop func(), how func() rewatch.Start, err error) {
 	switch variant {
 	case VariantClientGo, VariantCGList:
 		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(restartNS))
 		inf = f.Core().V1().ConfigMaps().Informer()
 		f.Start(ctx.Done())
-		return inf, f.Shutdown, nil
+		return inf, f.Shutdown, nil, nil
+	case VariantRewatchBucketCR:
+		return startControllerRuntimeInformer(ctx, cfg, st)
 	default:
 		f := factory.New(cs, 0, restartInformerOptions(st), informers.WithNamespace(restartNS))
 		inf = f.Core().V1().ConfigMaps().Informer()
 		f.Start(ctx.Done())
-		return inf, f.Shutdown, func() rewatch.Start { return f.Stats()[reflect.TypeOf(&corev1.ConfigMap{})].Start }
+		return inf, f.Shutdown, func() rewatch.Start { return f.Stats()[reflect.TypeOf(&corev1.ConfigMap{})].Start }, nil
 	}
+}
+
+// startControllerRuntimeInformer is the configmap informer of a controller-runtime cache of the
+// restart namespace, built as a manager builds it with informer.NewControllerRuntime: the
+// manager's rest.Config and NewInformer are the ones it returns. The informer returned is the
+// one NewInformer built: for a cache given DefaultNamespaces, GetInformer hands out
+// controller-runtime's wrapper around it.
+func startControllerRuntimeInformer(ctx context.Context, cfg *rest.Config, st persist.Store) (cache.SharedIndexInformer, func(), func() rewatch.Start, error) {
+	cr, err := informer.NewControllerRuntime(cfg, nil, restartInformerOptions(st))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	var built cache.SharedIndexInformer
+	c, err := crcache.New(cr.RESTConfig, crcache.Options{
+		Mapper:            mapper,
+		DefaultNamespaces: map[string]crcache.Config{restartNS: {}},
+		NewInformer: func(lw cache.ListerWatcher, obj k8sruntime.Object, resync time.Duration, idx cache.Indexers) cache.SharedIndexInformer {
+			built = cr.NewInformer(lw, obj, resync, idx)
+			return built
+		},
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Start(runCtx) }()
+	stop := func() { cancel(); <-done }
+	if _, err := c.GetInformer(runCtx, &corev1.ConfigMap{}, crcache.BlockUntilSynced(false)); err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	if _, ok := built.(*informer.Informer); !ok {
+		stop()
+		return nil, nil, nil, fmt.Errorf("controller-runtime's informer is a %T, not rewatch's", built)
+	}
+	how := func() rewatch.Start { return cr.Stats(&corev1.ConfigMap{})[restartNS].Start }
+	return built, stop, how, nil
 }
 
 // restartInformerOptions are the rewatch controller's informer options: its cache persisted in

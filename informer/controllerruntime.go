@@ -77,9 +77,9 @@ func ForRESTConfig(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*res
 //	…
 //	stats := cr.Stats(&corev1.ConfigMap{}) // one per namespace the cache watches
 //
-// controller-runtime's GetInformer hands out the informer itself for a cache of one namespace
-// (an *Informer, whose Stats method is there) and a wrapper of its own around one informer per
-// namespace otherwise, which Stats reaches through.
+// controller-runtime's GetInformer hands out the informer itself for a cache of all namespaces
+// (an *Informer, whose Stats method is there) and, for a cache given DefaultNamespaces (even
+// one), a wrapper of its own around one informer per namespace, which Stats reaches through.
 type ControllerRuntime struct {
 	// RESTConfig is the rest.Config to give the manager: the one NewControllerRuntime was given,
 	// with a transport that takes back each new informer's probe LIST.

@@ -218,7 +218,9 @@ func main() {
 		err = fmt.Errorf("unknown command %q", cmd)
 	}
 	if err != nil {
-		log.Fatal(err)
+		// Not through log: a child sets slog's default handler, which then takes log's lines.
+		fmt.Fprintln(os.Stderr, "rewatch-bench:", err)
+		os.Exit(1)
 	}
 }
 
