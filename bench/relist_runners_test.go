@@ -4,16 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
-	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rewatch/rewatch/informer"
@@ -72,18 +66,7 @@ func startControllerRuntime(overHTTP bool) func(*testing.B, string, *relistData)
 				b.Fatal(err)
 			}
 		}
-		var built cache.SharedIndexInformer
-		mapper := meta.NewDefaultRESTMapper(nil)
-		mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
-		mapper.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
-		c, err := crcache.New(cfg, crcache.Options{
-			Mapper:            mapper,
-			DefaultNamespaces: map[string]crcache.Config{"bench": {}},
-			NewInformer: func(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, idx cache.Indexers) cache.SharedIndexInformer {
-				built = newInformer(lw, obj, resync, idx)
-				return built
-			},
-		})
+		c, built, err := controllerRuntimeCache(cfg, "bench", newInformer)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -92,8 +75,9 @@ func startControllerRuntime(overHTTP bool) func(*testing.B, string, *relistData)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, ok := built.(*informer.Informer); !ok {
-			b.Fatalf("controller-runtime's informer is a %T", built)
+		rewatchInf, err := built()
+		if err != nil {
+			b.Fatal(err)
 		}
 		h := &counting{}
 		if _, err := inf.AddEventHandler(h); err != nil {
@@ -101,6 +85,6 @@ func startControllerRuntime(overHTTP bool) func(*testing.B, string, *relistData)
 		}
 		done := make(chan struct{})
 		go func() { defer close(done); _ = c.Start(ctx) }()
-		return &running{lastRV: built.LastSyncResourceVersion, handler: h, stop: func() { cancel(); <-done }}
+		return &running{lastRV: rewatchInf.LastSyncResourceVersion, handler: h, stop: func() { cancel(); <-done }}
 	}
 }

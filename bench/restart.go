@@ -22,9 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -476,24 +474,13 @@ func startControllerInformer(ctx context.Context, variant string, cfg *rest.Conf
 // startControllerRuntimeInformer is the configmap informer of a controller-runtime cache of the
 // restart namespace, built as a manager builds it with informer.NewControllerRuntime: the
 // manager's rest.Config and NewInformer are the ones it returns. The informer returned is the
-// one NewInformer built: for a cache given DefaultNamespaces, GetInformer hands out
-// controller-runtime's wrapper around it.
+// one NewInformer built, not controller-runtime's wrapper around it.
 func startControllerRuntimeInformer(ctx context.Context, cfg *rest.Config, st persist.Store) (cache.SharedIndexInformer, func(), func() rewatch.Start, error) {
 	cr, err := informer.NewControllerRuntime(cfg, nil, restartInformerOptions(st))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
-	var built cache.SharedIndexInformer
-	c, err := crcache.New(cr.RESTConfig, crcache.Options{
-		Mapper:            mapper,
-		DefaultNamespaces: map[string]crcache.Config{restartNS: {}},
-		NewInformer: func(lw cache.ListerWatcher, obj k8sruntime.Object, resync time.Duration, idx cache.Indexers) cache.SharedIndexInformer {
-			built = cr.NewInformer(lw, obj, resync, idx)
-			return built
-		},
-	})
+	c, built, err := controllerRuntimeCache(cr.RESTConfig, restartNS, cr.NewInformer)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -505,12 +492,13 @@ func startControllerRuntimeInformer(ctx context.Context, cfg *rest.Config, st pe
 		stop()
 		return nil, nil, nil, err
 	}
-	if _, ok := built.(*informer.Informer); !ok {
+	inf, err := built()
+	if err != nil {
 		stop()
-		return nil, nil, nil, fmt.Errorf("controller-runtime's informer is a %T, not rewatch's", built)
+		return nil, nil, nil, err
 	}
 	how := func() rewatch.Start { return cr.Stats(&corev1.ConfigMap{})[restartNS].Start }
-	return built, stop, how, nil
+	return inf, stop, how, nil
 }
 
 // restartInformerOptions are the rewatch controller's informer options: its cache persisted in
