@@ -145,8 +145,7 @@ func (h *HA) start(ctx context.Context, haproxy string) error {
 		return err
 	}
 
-	h.lb = &loadBalancer{bin: haproxy, dir: h.dir, port: ports[len(ports)-1], logf: h.logf}
-	if err := h.lb.start(ctx, h.backends(nil)); err != nil {
+	if err := h.startLoadBalancer(ctx, haproxy, ports[len(ports)-1]); err != nil {
 		return err
 	}
 	if err := h.WaitBackendsUp(ctx, 30*time.Second); err != nil {
@@ -154,6 +153,28 @@ func (h *HA) start(ctx context.Context, haproxy string) error {
 	}
 	h.logf("apiserver: %d kube-apiservers behind HAProxy on %s after %s", len(h.apis), h.URL(), time.Since(started).Round(time.Millisecond))
 	return nil
+}
+
+// startLoadBalancer starts HAProxy on port. Its port is handed to no one before it listens,
+// so a port taken in the meantime (see freePorts) is replaced by another, up to three times.
+func (h *HA) startLoadBalancer(ctx context.Context, haproxy string, port int) error {
+	for attempt := 1; ; attempt++ {
+		h.lb = &loadBalancer{bin: haproxy, dir: h.dir, port: port, logf: h.logf}
+		err := h.lb.start(ctx, h.backends(nil))
+		if err == nil {
+			return nil
+		}
+		h.lb.stop()
+		if attempt == 3 || !strings.Contains(err.Error(), "Address already in use") {
+			return err
+		}
+		h.logf("apiserver: haproxy's port %d was taken meanwhile; another", port)
+		ports, perr := freePorts(1)
+		if perr != nil {
+			return errors.Join(err, perr)
+		}
+		port = ports[0]
+	}
 }
 
 // backends lists the kube-apiservers for the load balancer's configuration, leaving out the

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -237,27 +236,6 @@ func waitHTTP(ctx context.Context, p *proc, hc *http.Client, url string, timeout
 		case <-tick.C:
 		}
 	}
-}
-
-// freePorts reserves n distinct loopback ports by binding them all at once
-// and releasing them; a small race with other processes remains.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("reserve port: %w", err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // URL is the API server's base URL (https://127.0.0.1:port).
