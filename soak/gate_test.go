@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/rewatch/rewatch/internal/loopback"
 )
 
 // gate is a TCP forwarder on a fixed loopback port in front of the fault proxy. Down closes
@@ -24,7 +26,9 @@ type gate struct {
 
 func newGate(target string) (*gate, error) {
 	g := &gate{target: target, conns: map[net.Conn]struct{}{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Below the ephemeral range, so that no connection of a test beside takes the port while
+	// the gate is down (loopback.Listen).
+	ln, err := loopback.Listen()
 	if err != nil {
 		return nil, err
 	}

@@ -11,13 +11,15 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rewatch/rewatch/internal/loopback"
 )
 
 // etcdMembers is the size of the HA cluster's etcd: the smallest that survives losing one.
 const etcdMembers = 3
 
 func (h *HA) startEtcd(ctx context.Context) error {
-	ports, err := freePorts(2 * etcdMembers)
+	ports, err := loopback.FreePorts(2 * etcdMembers)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/rewatch/rewatch/internal/loopback"
 )
 
 // HAOptions configures StartHA.
@@ -108,7 +110,7 @@ func (h *HA) start(ctx context.Context, haproxy string) error {
 	}
 	h.logf("apiserver: etcd cluster of %d healthy after %s", len(h.etcd), time.Since(started).Round(time.Millisecond))
 
-	ports, err := freePorts(h.opts.APIServers + 1)
+	ports, err := loopback.FreePorts(h.opts.APIServers + 1)
 	if err != nil {
 		return err
 	}
@@ -156,7 +158,7 @@ func (h *HA) start(ctx context.Context, haproxy string) error {
 }
 
 // startLoadBalancer starts HAProxy on port. Its port is handed to no one before it listens,
-// so a port taken in the meantime (see freePorts) is replaced by another, up to three times.
+// so a port taken in the meantime (see loopback.Listen) is replaced by another, up to three times.
 func (h *HA) startLoadBalancer(ctx context.Context, haproxy string, port int) error {
 	for attempt := 1; ; attempt++ {
 		h.lb = &loadBalancer{bin: haproxy, dir: h.dir, port: port, logf: h.logf}
@@ -169,7 +171,7 @@ func (h *HA) startLoadBalancer(ctx context.Context, haproxy string, port int) er
 			return err
 		}
 		h.logf("apiserver: haproxy's port %d was taken meanwhile; another", port)
-		ports, perr := freePorts(1)
+		ports, perr := loopback.FreePorts(1)
 		if perr != nil {
 			return errors.Join(err, perr)
 		}

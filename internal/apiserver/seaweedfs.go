@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rewatch/rewatch/internal/loopback"
 )
 
 // SeaweedFS is a real S3 server for the tests of the persisted cache in object storage:
@@ -57,7 +59,7 @@ func StartSeaweedFS(ctx context.Context, o SeaweedOptions) (*SeaweedFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := freePorts(8)
+	p, err := loopback.FreePorts(8)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

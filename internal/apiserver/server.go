@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/rewatch/rewatch/internal/loopback"
 )
 
 // LimitedUser is the user behind Server.LimitedToken: not in
@@ -91,7 +93,7 @@ func (s *Server) start(ctx context.Context) error {
 	if s.pki, err = newPKI(s.dir); err != nil {
 		return fmt.Errorf("generate certificates: %w", err)
 	}
-	ports, err := freePorts(3)
+	ports, err := loopback.FreePorts(3)
 	if err != nil {
 		return err
 	}
