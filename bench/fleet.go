@@ -1164,7 +1164,7 @@ func WriteFleetTable(w io.Writer, rs []FleetResult) {
 
 // WriteRolloutTable prints one row per rollout run (ScenarioRollout).
 func WriteRolloutTable(w io.Writer, rs []FleetResult) {
-	fmt.Fprintln(w, "| reflectors | objects | kind | full-state transfers in the rollout | limit=1 reads | members not synced after their restart | rollout s | full-state MiB from kube-apiserver | all MiB from kube-apiserver (watch streams included) | object store: MiB read / written, requests | every store = server at the end: s to match |")
+	fmt.Fprintln(w, "| reflectors | objects | kind | full-state transfers in the rollout | limit=1 reads | members not synced after their restart | rollout s | full-state MiB from kube-apiserver | all MiB from kube-apiserver (watch streams included) | object store: MiB read / written, requests (snapshots written, writes refused, uploads aborted) | every store = server at the end: s to match |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	const mib = 1 << 20
 	for _, r := range rs {
@@ -1174,7 +1174,8 @@ func WriteRolloutTable(w io.Writer, rs []FleetResult) {
 		x := r.Rollout
 		store := "—"
 		if x.ObjectStore.Requests > 0 {
-			store = fmt.Sprintf("%.1f / %.1f, %d", float64(x.ObjectStore.BytesRead)/mib, float64(x.ObjectStore.BytesWritten)/mib, x.ObjectStore.Requests)
+			store = fmt.Sprintf("%.1f / %.1f, %d (%d snapshots written, %d refused, %d uploads aborted)", float64(x.ObjectStore.BytesRead)/mib,
+				float64(x.ObjectStore.BytesWritten)/mib, x.ObjectStore.Requests, x.ObjectStore.Committed, x.ObjectStore.Refused, x.ObjectStore.Aborted)
 		}
 		fmt.Fprintf(w, "| %d | %d | %s | %d | %d | %d | %.0f | %.1f | %.1f | %s | %s |\n", r.Reflectors, r.Objects, r.Variant, x.FullStateTransfers, x.Probes,
 			x.Unsynced, x.Seconds, float64(x.FullStateBytes)/mib, float64(x.ServerBytes)/mib, store, r.syncCell(r.ConvergeSeconds, r.InitialSyncSeconds >= 0))

@@ -165,26 +165,34 @@ func (m *Meter) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // ObjectStoreMeter is an http.RoundTripper that counts what a persisted cache asks of an
-// object store: requests, and the bytes of their bodies each way.
+// object store: requests, the bytes of their bodies each way, and what became of the uploads.
 type ObjectStoreMeter struct {
 	Base                    http.RoundTripper
 	requests, read, written atomic.Int64
+	committed, refused      atomic.Int64
+	aborted                 atomic.Int64
 }
 
 // ObjectStoreCounts is a snapshot of an ObjectStoreMeter.
 type ObjectStoreCounts struct {
 	Requests, BytesRead, BytesWritten int64
+	// Committed counts the snapshots written (a PUT of a whole object, or a multipart upload's
+	// completion, answered 2xx); Refused the writes refused for their condition (412, or AWS's
+	// 409: another replica wrote first); Aborted the multipart uploads dropped.
+	Committed, Refused, Aborted int64 `json:",omitzero"`
 }
 
 // Counts returns the counts so far.
 func (m *ObjectStoreMeter) Counts() ObjectStoreCounts {
-	return ObjectStoreCounts{Requests: m.requests.Load(), BytesRead: m.read.Load(), BytesWritten: m.written.Load()}
+	return ObjectStoreCounts{Requests: m.requests.Load(), BytesRead: m.read.Load(), BytesWritten: m.written.Load(),
+		Committed: m.committed.Load(), Refused: m.refused.Load(), Aborted: m.aborted.Load()}
 }
 
 // Sub is c less an earlier snapshot.
 func (c ObjectStoreCounts) Sub(before ObjectStoreCounts) ObjectStoreCounts {
 	return ObjectStoreCounts{Requests: c.Requests - before.Requests, BytesRead: c.BytesRead - before.BytesRead,
-		BytesWritten: c.BytesWritten - before.BytesWritten}
+		BytesWritten: c.BytesWritten - before.BytesWritten, Committed: c.Committed - before.Committed,
+		Refused: c.Refused - before.Refused, Aborted: c.Aborted - before.Aborted}
 }
 
 func (m *ObjectStoreMeter) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -199,6 +207,21 @@ func (m *ObjectStoreMeter) RoundTrip(req *http.Request) (*http.Response, error) 
 	resp, err := base.RoundTrip(req)
 	if err != nil {
 		return resp, err
+	}
+	q := req.URL.Query()
+	upload := q.Has("uploadId")
+	whole := req.Method == http.MethodPut && !upload && req.Header.Get("X-Amz-Copy-Source") == ""
+	completion := req.Method == http.MethodPost && upload
+	switch {
+	case (whole || completion) && (resp.StatusCode == http.StatusPreconditionFailed || resp.StatusCode == http.StatusConflict):
+		m.refused.Add(1)
+	case whole && resp.StatusCode/100 == 2:
+		m.committed.Add(1)
+	case completion && resp.StatusCode/100 == 2:
+		// S3 may answer a completion 200 with an error in its body; SeaweedFS does not.
+		m.committed.Add(1)
+	case req.Method == http.MethodDelete && upload && resp.StatusCode/100 == 2:
+		m.aborted.Add(1)
 	}
 	resp.Body = &countingBody{rc: resp.Body, add: func(n int) { m.read.Add(int64(n)) }}
 	return resp, nil
