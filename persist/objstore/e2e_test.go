@@ -563,6 +563,32 @@ func TestACutUploadLeavesThePreviousSnapshotInARealBucket(t *testing.T) {
 	assert.Equal(t, after, snap.Items)
 }
 
+// On a real S3 server, a save begins no upload of a snapshot another replica is uploading: the
+// first snapshot of an identity, whose upload is in progress, is left to it, and what the
+// bucket ends with is that upload's (docs/semantics.md, "Shared by replicas").
+func TestASaveLeavesTheSnapshotToAnUploadInProgressInARealBucket(t *testing.T) {
+	w := newBucketWorld(t)
+	o := w.options("uploading", w.key)
+	o.FreshFor = 0 // the default
+	first, err := objstore.New(o)
+	require.NoError(t, err)
+	second, err := objstore.New(o)
+	require.NoError(t, err)
+
+	p, err := first.(persist.OrderedStore).CreateFor(t.Context(), blobID, persist.SnapshotInfo{ResourceVersion: "100"})
+	require.NoError(t, err)
+	_, err = p.Write(bytes.Repeat([]byte("u"), 6<<20)) // more than a part: the upload has begun
+	require.NoError(t, err)
+
+	stats, err := persist.Save(t.Context(), second, blobID, blobCodec{}, "200", blobs(10, "second"), time.Now())
+	require.NoError(t, err)
+	assert.True(t, stats.Superseded, "the second replica left the snapshot to the upload in progress")
+
+	require.NoError(t, p.Commit())
+	rv := w.bucketRV("uploading")
+	assert.Equal(t, "100", rv, "the bucket holds the first replica's upload")
+}
+
 // Many writers saving at once — large snapshots, multipart uploads racing to complete — leave
 // the newest in the bucket, and every load meanwhile reads a whole snapshot whose
 // resourceVersion never goes back.

@@ -77,7 +77,9 @@ type Options struct {
 	// newer: the replicas of a controller hold the same state, and a start from a snapshot
 	// this young catches up through the watch (kube-apiserver keeps at least 75 s of
 	// history), so N replicas upload about once per FreshFor rather than N times per save
-	// period. Default 10 s; negative: every newer save replaces the snapshot.
+	// period; for the same reason a save begins no upload while another writer's, begun less
+	// than UploadingFor ago, is in progress. Default 10 s; negative: every newer save replaces
+	// the snapshot.
 	FreshFor time.Duration
 	// MaxRetries is how many times a request that failed is tried again by minio-go (a
 	// network error, a 5xx). Default 2.
@@ -245,7 +247,8 @@ func (b *bucket) Create(ctx context.Context, id persist.Identity) (persist.Pendi
 
 // CreateFor begins an upload of id's snapshot, unless the bucket holds one at least as new
 // (persist.ErrSuperseded): written by another replica at the same or a later resourceVersion,
-// less than ReplaceAfter ago.
+// less than ReplaceAfter ago, or at an earlier one less than FreshFor ago, or being uploaded
+// by another replica (anotherUploading).
 func (b *bucket) CreateFor(ctx context.Context, id persist.Identity, info persist.SnapshotInfo) (persist.Pending, error) {
 	key := b.object(id)
 	b.sweep(ctx, key)
@@ -253,7 +256,7 @@ func (b *bucket) CreateFor(ctx context.Context, id persist.Identity, info persis
 	if err != nil {
 		return nil, err
 	}
-	if b.keeps(held, info) {
+	if b.keeps(held, info) || b.anotherUploading(ctx, key, held, info) {
 		return nil, persist.ErrSuperseded
 	}
 	meta := map[string]string{metaRV: info.ResourceVersion}
@@ -307,6 +310,34 @@ func (b *bucket) keeps(h heldObject, info persist.SnapshotInfo) bool {
 		return age < b.freshFor
 	}
 	return age < b.replaceAfter
+}
+
+// UploadingFor is how long another writer's upload in progress keeps a save from beginning one
+// of its own (FreshFor): an upload of a snapshot takes seconds; one begun longer ago is taken
+// for the parts of a writer that was killed or cut off.
+const UploadingFor = time.Minute
+
+// anotherUploading says whether a save is to leave the snapshot to a multipart upload of key
+// that another writer began less than UploadingFor ago and has not completed. The replicas hold
+// the same state, so that snapshot is as fresh as FreshFor asks when it lands, and an upload
+// begun meanwhile would only lose at its completion, its parts spent: a rollout's pods stop,
+// and save, a fraction of a second apart, each upload taking seconds. Not when FreshFor is
+// off, nor for a save that replaces the snapshot it disowned (that upload may be no replica's
+// of this cluster). A store that cannot list uploads is taken to have none in progress.
+func (b *bucket) anotherUploading(ctx context.Context, key string, held heldObject, info persist.SnapshotInfo) bool {
+	if b.freshFor <= 0 || (held.exists && held.rv == info.Disowned) {
+		return false
+	}
+	res, err := b.core.ListMultipartUploads(ctx, b.name, key, "", "", "", 100)
+	if err != nil {
+		return false
+	}
+	for _, u := range res.Uploads {
+		if u.Key == key && b.now().Sub(u.Initiated) < UploadingFor {
+			return true
+		}
+	}
+	return false
 }
 
 // sweep aborts the uploads of key that were begun more than a day ago and never completed nor

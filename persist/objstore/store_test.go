@@ -229,6 +229,44 @@ func TestAFreshSnapshotIsKept(t *testing.T) {
 	assert.Equal(t, "200", load(t, st).ResourceVersion)
 }
 
+// While another replica uploads a snapshot, a save begins no upload of its own: that one will
+// be as fresh as FreshFor asks when it lands, and a second would only lose at its completion,
+// its parts spent. An upload begun more than UploadingFor ago is a killed writer's parts; with
+// FreshFor off, or for a save that replaces the snapshot it disowned, every save uploads.
+func TestASaveLeavesTheSnapshotToAnUploadInProgress(t *testing.T) {
+	f := newFake(t)
+	o := f.options(newKey(t))
+	o.FreshFor = 0 // the default, 10 s
+	b, err := newBucket(o)
+	require.NoError(t, err)
+	st, err := persist.Sealed(b, o.Keys...)
+	require.NoError(t, err)
+	save(t, st, "100", objects(1, 10))
+	b.now = func() time.Time { return time.Now().Add(DefaultFreshFor + time.Second) }
+
+	other, err := newBucket(o)
+	require.NoError(t, err)
+	uploadID, err := other.core.NewMultipartUpload(t.Context(), "snapshots", b.object(testID), minio.PutObjectOptions{})
+	require.NoError(t, err)
+	f.reqs.take()
+	assert.True(t, save(t, st, "200", objects(1, 10)).Superseded, "another replica is uploading")
+	assert.Equal(t, []string{"HEAD", "GET uploads"}, f.reqs.take(), "nothing uploaded")
+
+	info := persist.SnapshotInfo{ResourceVersion: "200", Written: time.Now(), Disowned: "100"}
+	stats, err := persist.SaveSnapshot(t.Context(), st, testID, textCodec{}, info, objects(1, 10))
+	require.NoError(t, err)
+	assert.False(t, stats.Superseded, "the snapshot it disowned is replaced whoever uploads")
+
+	b.now = func() time.Time { return time.Now().Add(UploadingFor + time.Second) }
+	assert.False(t, save(t, st, "300", objects(1, 10)).Superseded, "an upload begun more than UploadingFor ago is abandoned")
+	assert.Equal(t, "300", load(t, st).ResourceVersion)
+
+	b.now = time.Now
+	b.freshFor = 0
+	assert.False(t, save(t, st, "400", objects(1, 10)).Superseded, "FreshFor off")
+	require.NoError(t, other.core.AbortMultipartUpload(t.Context(), "snapshots", b.object(testID), uploadID))
+}
+
 // A snapshot at a later resourceVersion that is older than ReplaceAfter is not of the
 // cluster's present — resourceVersions only grow — but of a cluster recreated at the same
 // address, or of one restored from a backup: a save replaces it.
