@@ -76,9 +76,20 @@ func (f *fake) options(keys ...persist.Key) Options {
 
 // bucketOf is the sealed store and the bucket under it, for tests that move its clock.
 func (f *fake) bucketOf(t *testing.T, keys ...persist.Key) (persist.Store, *bucket) {
-	b, err := newBucket(f.options(keys...))
+	return sealedBucket(t, f.options(keys...))
+}
+
+// freshBucketOf is bucketOf with FreshFor at its default, 10 s.
+func (f *fake) freshBucketOf(t *testing.T, keys ...persist.Key) (persist.Store, *bucket) {
+	o := f.options(keys...)
+	o.FreshFor = 0
+	return sealedBucket(t, o)
+}
+
+func sealedBucket(t *testing.T, o Options) (persist.Store, *bucket) {
+	b, err := newBucket(o)
 	require.NoError(t, err)
-	st, err := persist.Sealed(b, keys...)
+	st, err := persist.Sealed(b, o.Keys...)
 	require.NoError(t, err)
 	return st, b
 }
@@ -216,12 +227,7 @@ func TestAnOlderSaveNeverReplacesANewerSnapshot(t *testing.T) {
 // state, and the bucket sees one upload per FreshFor rather than one per replica and period.
 func TestAFreshSnapshotIsKept(t *testing.T) {
 	f := newFake(t)
-	o := f.options(newKey(t))
-	o.FreshFor = 0 // the default, 10 s
-	b, err := newBucket(o)
-	require.NoError(t, err)
-	st, err := persist.Sealed(b, o.Keys...)
-	require.NoError(t, err)
+	st, b := f.freshBucketOf(t, newKey(t))
 	save(t, st, "100", objects(1, 10))
 	assert.True(t, save(t, st, "200", objects(1, 10)).Superseded, "a snapshot of a second ago is kept")
 	b.now = func() time.Time { return time.Now().Add(DefaultFreshFor + time.Second) }
@@ -235,17 +241,12 @@ func TestAFreshSnapshotIsKept(t *testing.T) {
 // FreshFor off, or for a save that replaces the snapshot it disowned, every save uploads.
 func TestASaveLeavesTheSnapshotToAnUploadInProgress(t *testing.T) {
 	f := newFake(t)
-	o := f.options(newKey(t))
-	o.FreshFor = 0 // the default, 10 s
-	b, err := newBucket(o)
-	require.NoError(t, err)
-	st, err := persist.Sealed(b, o.Keys...)
-	require.NoError(t, err)
+	k := newKey(t)
+	st, b := f.freshBucketOf(t, k)
 	save(t, st, "100", objects(1, 10))
 	b.now = func() time.Time { return time.Now().Add(DefaultFreshFor + time.Second) }
 
-	other, err := newBucket(o)
-	require.NoError(t, err)
+	_, other := f.freshBucketOf(t, k)
 	uploadID, err := other.core.NewMultipartUpload(t.Context(), "snapshots", b.object(testID), minio.PutObjectOptions{})
 	require.NoError(t, err)
 	f.reqs.take()
