@@ -215,9 +215,7 @@ func (m *ObjectStoreMeter) RoundTrip(req *http.Request) (*http.Response, error) 
 	switch {
 	case (whole || completion) && (resp.StatusCode == http.StatusPreconditionFailed || resp.StatusCode == http.StatusConflict):
 		m.refused.Add(1)
-	case whole && resp.StatusCode/100 == 2:
-		m.committed.Add(1)
-	case completion && resp.StatusCode/100 == 2:
+	case (whole || completion) && resp.StatusCode/100 == 2:
 		// S3 may answer a completion 200 with an error in its body; SeaweedFS does not.
 		m.committed.Add(1)
 	case req.Method == http.MethodDelete && upload && resp.StatusCode/100 == 2:
